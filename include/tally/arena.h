@@ -1,0 +1,52 @@
+/*
+** arena.h: region allocation for per-object, per-snapshot and per-request
+** memory.
+**
+** An arena hands out memory from large blocks and frees it all at once with
+** tly_arena_reset() or tly_arena_destroy(). Decoded objects, their strings
+** and their resource lists live in the state store's arena; the YAML node
+** tree of the object being decoded lives in a scratch arena that is reset
+** after every object, so decoding a 100k-pod dump never holds more than one
+** object's tree.
+**
+** Allocation failure is fatal (tally prints a message and exits): every
+** caller would otherwise need an error path for a condition that, on the
+** machines tally runs on, means the process is already lost.
+*/
+#ifndef TALLY_ARENA_H
+#define TALLY_ARENA_H
+
+#include <stddef.h>
+
+typedef struct tly_arena tly_arena;
+
+tly_arena *tly_arena_create(size_t block_size);
+void tly_arena_destroy(tly_arena *a);
+
+/* Frees everything allocated so far but keeps the first block for reuse. */
+void tly_arena_reset(tly_arena *a);
+
+/* size bytes aligned for any type; never NULL. */
+void *tly_arena_alloc(tly_arena *a, size_t size);
+/* Same, zero-filled. */
+void *tly_arena_zalloc(tly_arena *a, size_t size);
+/* A NUL-terminated copy of s[0..len). */
+char *tly_arena_strndup(tly_arena *a, const char *s, size_t len);
+char *tly_arena_strdup(tly_arena *a, const char *s);
+/* printf into the arena. */
+char *tly_arena_printf(tly_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Bytes handed out and bytes reserved from the system (for benchmarks). */
+size_t tly_arena_used(const tly_arena *a);
+size_t tly_arena_reserved(const tly_arena *a);
+
+/* Out-of-memory handler shared by every module: prints and exits(3). */
+void tly_oom(void) __attribute__((noreturn));
+/* malloc/calloc/realloc that never return NULL. */
+void *tly_xmalloc(size_t n);
+void *tly_xcalloc(size_t n, size_t size);
+void *tly_xrealloc(void *p, size_t n);
+char *tly_xstrdup(const char *s);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+** decode.h: turning one object's node tree into a typed struct.
+**
+** The loader (load.h) finds each object, fills its tly_meta and calls the
+** kind's decoder with a tly_dctx. A decoder reads the fields it needs with
+** the tly_dx_* getters below, which do the type checking and report every
+** problem as a diagnostic that names the file, line, column and field path
+** (spec.containers[0].resources.requests.cpu). Decoders also apply the
+** structural rules the API server would (required fields, enums, one-of):
+** that is what `tally validate` prints. A decoder never stops at the first
+** problem: it records it, keeps what it could read, and goes on.
+**
+** Field paths are built with push/pop:
+**     size_t m = tly_dx_push(dx, "spec");
+**     ... getters on the spec map report "spec.<key>" ...
+**     tly_dx_pop(dx, m);
+*/
+#ifndef TALLY_DECODE_H
+#define TALLY_DECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tally/arena.h"
+#include "tally/diag.h"
+#include "tally/node.h"
+#include "tally/objects.h"
+#include "tally/resource.h"
+
+#define TLY_PATH_MAX 512
+
+typedef struct {
+    tly_arena *arena;        /* decoded objects live here (the store's arena) */
+    tly_names *names;        /* resource-name interner */
+    tly_diags *diags;
+    const char *file;        /* owned by the store */
+    const char *kind;        /* "Pod", for messages */
+    const char *objname;     /* "ns/name" or "name", for messages */
+    char path[TLY_PATH_MAX];
+    size_t plen;
+    uint32_t errors;         /* errors recorded for the current object */
+} tly_dctx;
+
+/* ---- field paths -------------------------------------------------------- */
+
+/* Appends ".key" (or "key" at the root); returns the mark to pop back to. */
+size_t tly_dx_push(tly_dctx *dx, const char *key);
+/* Appends "[i]". */
+size_t tly_dx_push_idx(tly_dctx *dx, uint32_t i);
+void tly_dx_pop(tly_dctx *dx, size_t mark);
+
+/* ---- diagnostics -------------------------------------------------------- */
+
+/*
+** Records an error / warning at node `at` (its line and column; the object's
+** start when at is NULL) for the current field path, extended by `key` when
+** key is non-NULL.
+*/
+void tly_dx_error(tly_dctx *dx, const tly_node *at, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void tly_dx_warn(tly_dctx *dx, const tly_node *at, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- typed getters ------------------------------------------------------ */
+/*
+** Each looks up `key` in the map `map` (map may be NULL: nothing found).
+** Absent or null: returns false, records nothing. Present with the wrong
+** type or an invalid value: records an error at the value and returns false.
+** Present and good: stores the value and returns true. Strings are copied
+** into dx->arena.
+*/
+bool tly_dx_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out);
+bool tly_dx_bool(tly_dctx *dx, const tly_node *map, const char *key, bool *out);
+bool tly_dx_int32(tly_dctx *dx, const tly_node *map, const char *key, int32_t *out);
+bool tly_dx_int64(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out);
+/* A quantity: a string or a number (int-or-string, as Kubernetes accepts). */
+bool tly_dx_qty(tly_dctx *dx, const tly_node *map, const char *key, tly_qty *out);
+/* An RFC 3339 time, to Unix seconds (fractions dropped). */
+bool tly_dx_time(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out);
+/* A map / a list; wrong type: error, NULL. */
+const tly_node *tly_dx_map(tly_dctx *dx, const tly_node *map, const char *key);
+const tly_node *tly_dx_seq(tly_dctx *dx, const tly_node *map, const char *key);
+/* A map of strings to strings (labels, annotations, nodeSelector). */
+bool tly_dx_kvs(tly_dctx *dx, const tly_node *map, const char *key, tly_kvs *out);
+/* A list of strings. */
+bool tly_dx_strlist(tly_dctx *dx, const tly_node *map, const char *key,
+                    const char ***out, uint32_t *n);
+/* A ResourceList: resource name -> quantity, names interned. */
+bool tly_dx_rlist(tly_dctx *dx, const tly_node *map, const char *key, tly_rlist *out);
+/* A list of conditions (type, status, reason, message, the three times). */
+bool tly_dx_conditions(tly_dctx *dx, const tly_node *map, const char *key,
+                       tly_conditions *out);
+/* A label selector (matchLabels, matchExpressions) at `node` itself. */
+bool tly_dx_label_selector(tly_dctx *dx, const tly_node *node, tly_selector *out);
+/* A node selector term (matchExpressions, matchFields) at `node` itself. */
+bool tly_dx_node_selector_term(tly_dctx *dx, const tly_node *node, tly_selector *out);
+
+/* Required variants: absent or null is an error "required field is missing". */
+bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out);
+
+/*
+** An enum string: present and one of the NULL-terminated `allowed` values,
+** else an error that lists them.
+*/
+bool tly_dx_enum(tly_dctx *dx, const tly_node *map, const char *key,
+                 const char *const *allowed, const char **out);
+
+/* Parses an RFC 3339 time ("2026-11-29T13:29:33Z", "...+02:00", ".123Z"). */
+bool tly_parse_time(const char *s, int64_t *out);
+
+/* ---- the kinds' decoders (src/decode_<kind>.c) -------------------------- */
+/*
+** Called with the object's root map and the struct whose meta the loader has
+** filled; the rest of the struct is zeroed.
+*/
+void tly_decode_node(tly_dctx *dx, const tly_node *obj, tly_k8s_node *out);
+void tly_decode_pod(tly_dctx *dx, const tly_node *obj, tly_pod *out);
+void tly_decode_namespace(tly_dctx *dx, const tly_node *obj, tly_namespace *out);
+void tly_decode_priority_class(tly_dctx *dx, const tly_node *obj, tly_priority_class *out);
+void tly_decode_podgroup(tly_dctx *dx, const tly_node *obj, tly_podgroup *out);
+void tly_decode_config(tly_dctx *dx, const tly_node *obj, tly_config *out);
+void tly_decode_queue(tly_dctx *dx, const tly_node *obj, tly_queue *out);
+void tly_decode_accres(tly_dctx *dx, const tly_node *obj, tly_accres *out);
+void tly_decode_runtime(tly_dctx *dx, const tly_node *obj, tly_runtime *out);
+void tly_decode_run(tly_dctx *dx, const tly_node *obj, tly_run *out);
+void tly_decode_resource_claim(tly_dctx *dx, const tly_node *obj, tly_resource_claim *out);
+void tly_decode_claim_template(tly_dctx *dx, const tly_node *obj, tly_claim_template *out);
+void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_slice *out);
+void tly_decode_device_class(tly_dctx *dx, const tly_node *obj, tly_device_class *out);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+** store.h: the cluster state store.
+**
+** One store holds every object of one input (files, directories, a review's
+** state), decoded into the typed structs of objects.h, indexed by
+** kind/namespace/name and by the relations the engines need: pods by node,
+** pods by queue, Runs by runtime, Runtime Pods by runtime. `simulate`,
+** `admit`, `validate` and `serve` all read their input through it.
+**
+** Lifetime: tly_store_create(), any number of tly_store_load_*() calls,
+** tly_store_finish() (sorts, resolves duplicates, builds indexes), then
+** read-only use, then tly_store_destroy(). A finished store is never
+** modified, so one can be shared by many threads (the webhook swaps whole
+** stores on reload).
+**
+** Input rules (contract section 2): directories are walked recursively for
+** *.yaml, *.yml, *.json in byte order of the full path; a file may hold
+** several documents; a document may be a List (any kind ending in "List")
+** whose items are objects. Unknown kinds are skipped with a note. The same
+** (kind, namespace, name) twice: the later one wins, with a note and a
+** warning for validate.
+*/
+#ifndef TALLY_STORE_H
+#define TALLY_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tally/arena.h"
+#include "tally/diag.h"
+#include "tally/objects.h"
+#include "tally/resource.h"
+
+typedef struct tly_store tly_store;
+
+/* Documented input limits (docs/input.md). */
+#define TLY_MAX_DEPTH 64            /* nesting of maps and lists in one object */
+#define TLY_MAX_SCALAR (16u << 20)  /* bytes in one scalar */
+#define TLY_MAX_OBJECT_NODES (1u << 22)  /* nodes in one object's tree */
+
+tly_store *tly_store_create(void);
+void tly_store_destroy(tly_store *s);
+
+tly_names *tly_store_names(tly_store *s);
+tly_diags *tly_store_diags(tly_store *s);
+tly_arena *tly_store_arena(tly_store *s);
+
+/*
+** Loads a file or a directory. Problems become diagnostics; returns the number
+** of errors (unreadable files, syntax errors, objects that did not decode)
+** this call recorded, so 0 means clean.
+*/
+int tly_store_load_path(tly_store *s, const char *path);
+/* Loads YAML or JSON text; `name` is what diagnostics call the input. */
+int tly_store_load_string(tly_store *s, const char *name, const char *text, size_t len);
+
+/* Sorts every kind by (namespace, name), drops replaced duplicates, builds indexes. */
+void tly_store_finish(tly_store *s);
+
+/* Objects of a kind, in (namespace, name) order once finished. */
+uint32_t tly_store_count(const tly_store *s, int kind);
+void *tly_store_at(const tly_store *s, int kind, uint32_t i);
+/* One object by kind, namespace (NULL for cluster-scoped) and name; NULL if absent. */
+void *tly_store_find(const tly_store *s, int kind, const char *ns, const char *name);
+
+/* The pods whose spec.nodeName is `node` (any phase). */
+tly_pod *const *tly_store_pods_on_node(const tly_store *s, const char *node, uint32_t *n);
+/* Runs whose spec.runtime is `runtime` in namespace `ns`. */
+tly_run *const *tly_store_runs_of_runtime(const tly_store *s, const char *ns,
+                                          const char *runtime, uint32_t *n);
+/* Pods labelled runtime=<runtime> in namespace `ns` (Runtime Pods). */
+tly_pod *const *tly_store_runtime_pods(const tly_store *s, const char *ns,
+                                       const char *runtime, uint32_t *n);
+
+/* The kai.scheduler/v1 Config in the input, or NULL. */
+const tly_config *tly_store_config(const tly_store *s);
+
+/*
+** tally's scheduler name (Config spec.global.schedulerName, else
+** "kai-scheduler") and queue label key (else "kai.scheduler/queue").
+** A command-line flag overrides the scheduler name via tly_store_set_scheduler_name()
+** before tly_store_finish().
+*/
+const char *tly_store_scheduler_name(const tly_store *s);
+void tly_store_set_scheduler_name(tly_store *s, const char *name);
+const char *tly_store_queue_label_key(const tly_store *s);
+
+/*
+** The queue of one of tally's pods (contract section 2): the PodGroup's
+** spec.queue when annotation pod-group-name names a PodGroup in the input,
+** else the queue label, else "default-queue". Also returns the PodGroup
+** (or NULL) through *pg when pg is non-NULL.
+*/
+const char *tly_store_pod_queue(const tly_store *s, const tly_pod *p, const tly_podgroup **pg);
+/* Whether tally places this pod (its schedulerName is tally's). */
+bool tly_store_is_tally_pod(const tly_store *s, const tly_pod *p);
+/* tally's pods whose queue is `queue`, once finished. */
+tly_pod *const *tly_store_pods_in_queue(const tly_store *s, const char *queue, uint32_t *n);
+
+#endif

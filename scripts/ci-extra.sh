@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The slower checks of `make ci-extra` (contract section 1): the unit suite
+# under valgrind memcheck, and each libFuzzer target for a short run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+
+echo "== unit suite under valgrind memcheck =="
+cmake -S . -B build-valgrind -DCMAKE_BUILD_TYPE=Debug -DTALLY_TESTS=ON >/dev/null
+cmake --build build-valgrind -j "$JOBS" >/dev/null
+fail=0
+for t in build-valgrind/test_*; do
+  [ -x "$t" ] || continue
+  if valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+       "$t" >/tmp/tally-valgrind.$$.log 2>&1; then
+    echo "valgrind ok: $(basename "$t")"
+  else
+    echo "valgrind FAILED: $(basename "$t")"
+    tail -40 /tmp/tally-valgrind.$$.log
+    fail=1
+  fi
+done
+rm -f /tmp/tally-valgrind.$$.log
+[ "$fail" -eq 0 ] || exit 1
+
+if [ -x scripts/fuzz.sh ]; then
+  echo "== fuzz targets, ${FUZZ_SECONDS:-20} s each =="
+  scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+fi
+echo "ci-extra: all passed"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tally needs to build, test and run, but only
+# those that are missing: dpkg -s first, apt-get only when something is absent.
+# Usage: scripts/deps.sh [build|test|extra]   (each level includes the ones before)
+set -euo pipefail
+level=${1:-build}
+pkgs=(build-essential cmake pkg-config libfyaml-dev)
+case "$level" in
+  build) ;;
+  test) pkgs+=(libcmocka-dev jq) ;;
+  extra) pkgs+=(libcmocka-dev jq clang libclang-rt-14-dev valgrind time) ;;
+  bench) pkgs+=(libcmocka-dev jq valgrind time hyperfine) ;;
+  *) echo "deps.sh: unknown level '$level' (build, test, extra, bench)" >&2; exit 2 ;;
+esac
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

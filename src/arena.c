@@ -1,0 +1,192 @@
+/*
+** arena.c: region allocation (see arena.h for why tally uses arenas).
+**
+** The arena is a singly linked list of blocks, newest first. An allocation
+** that does not fit the current block starts a new one of the default size,
+** or of exactly its own size when it is larger than that (so one huge
+** string does not waste a block). Reset keeps the oldest block, which is
+** the common case for the per-object scratch arena: after the first few
+** objects it never calls malloc again.
+*/
+#include "tally/arena.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARENA_ALIGN 16
+
+struct block {
+    struct block *next;
+    size_t size;   /* usable bytes in data[] */
+    size_t used;
+    _Alignas(ARENA_ALIGN) unsigned char data[];
+};
+
+struct tly_arena {
+    struct block *head;
+    size_t block_size;
+    size_t used;       /* bytes handed out, for reporting */
+    size_t reserved;   /* bytes of blocks */
+};
+
+void tly_oom(void)
+{
+    fputs("tally: out of memory\n", stderr);
+    exit(3);
+}
+
+void *tly_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        tly_oom();
+    return p;
+}
+
+void *tly_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        tly_oom();
+    return p;
+}
+
+void *tly_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        tly_oom();
+    return q;
+}
+
+char *tly_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = tly_xmalloc(n);
+    memcpy(p, s, n);
+    return p;
+}
+
+static struct block *block_new(size_t size)
+{
+    if (size > SIZE_MAX - sizeof(struct block))
+        tly_oom();
+    struct block *b = tly_xmalloc(sizeof(struct block) + size);
+    b->next = NULL;
+    b->size = size;
+    b->used = 0;
+    return b;
+}
+
+tly_arena *tly_arena_create(size_t block_size)
+{
+    tly_arena *a = tly_xcalloc(1, sizeof *a);
+    a->block_size = block_size ? block_size : 64 * 1024;
+    return a;
+}
+
+void tly_arena_destroy(tly_arena *a)
+{
+    if (!a)
+        return;
+    struct block *b = a->head;
+    while (b) {
+        struct block *next = b->next;
+        free(b);
+        b = next;
+    }
+    free(a);
+}
+
+void tly_arena_reset(tly_arena *a)
+{
+    struct block *b = a->head, *keep = NULL;
+    /* Keep the oldest block (the last in the list); free the rest. */
+    while (b) {
+        struct block *next = b->next;
+        if (next == NULL)
+            keep = b;
+        else
+            free(b);
+        b = next;
+    }
+    a->head = keep;
+    a->used = 0;
+    a->reserved = 0;
+    if (keep) {
+        keep->used = 0;
+        keep->next = NULL;
+        a->reserved = keep->size;
+    }
+}
+
+void *tly_arena_alloc(tly_arena *a, size_t size)
+{
+    size_t need = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (need < size)
+        tly_oom();
+    struct block *b = a->head;
+    if (!b || b->size - b->used < need) {
+        size_t bs = need > a->block_size ? need : a->block_size;
+        struct block *nb = block_new(bs);
+        a->reserved += bs;
+        if (b && need > a->block_size) {
+            /* A big one-off: put it behind the current block so the
+               current block's free space stays usable. */
+            nb->next = b->next;
+            b->next = nb;
+            nb->used = need;
+            a->used += size;
+            return nb->data;
+        }
+        nb->next = b;
+        a->head = nb;
+        b = nb;
+    }
+    void *p = b->data + b->used;
+    b->used += need;
+    a->used += size;
+    return p;
+}
+
+void *tly_arena_zalloc(tly_arena *a, size_t size)
+{
+    void *p = tly_arena_alloc(a, size);
+    memset(p, 0, size);
+    return p;
+}
+
+char *tly_arena_strndup(tly_arena *a, const char *s, size_t len)
+{
+    char *p = tly_arena_alloc(a, len + 1);
+    if (len)
+        memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+char *tly_arena_strdup(tly_arena *a, const char *s)
+{
+    return tly_arena_strndup(a, s, strlen(s));
+}
+
+char *tly_arena_printf(tly_arena *a, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    char *p = tly_arena_alloc(a, (size_t)n + 1);
+    vsnprintf(p, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    return p;
+}
+
+size_t tly_arena_used(const tly_arena *a) { return a->used; }
+size_t tly_arena_reserved(const tly_arena *a) { return a->reserved; }

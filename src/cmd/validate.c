@@ -1,0 +1,60 @@
+/*
+** validate.c: `tally validate PATH...` (contract section 4).
+**
+** Loads the objects (the decoders apply the per-object schema rules), adds
+** the cross-object rules with references to absent objects as warnings, and
+** prints one line per problem on stdout sorted by path, line and column.
+** Notes (unknown kinds skipped) go to stderr: they are not problems.
+** Exit 1 if there was any error, else 0.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "common.h"
+#include "tally/validate.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tally validate PATH...\n\n"
+            "Checks Kubernetes objects (files or directories of YAML/JSON) as the API server\n"
+            "and tally's admission webhook would. One line per problem:\n"
+            "  PATH:LINE:COL: error|warning: KIND NAME: FIELD: MESSAGE\n"
+            "Exit status 1 if any error was found, else 0.\n");
+}
+
+int tly_cmd_validate(int argc, char **argv)
+{
+    int first = 1;
+    for (; first < argc; first++) {
+        if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[first], "--")) {
+            first++;
+            break;
+        }
+        if (argv[first][0] == '-' && argv[first][1]) {
+            fprintf(stderr, "tally validate: unknown option '%s'\n", argv[first]);
+            usage(stderr);
+            return 2;
+        }
+        break;
+    }
+    if (first >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    int errors;
+    tly_store *s = tly_cmd_load(argc - first, argv + first, NULL, &errors);
+    tly_diags *d = tly_store_diags(s);
+    tly_validate_store(s, d, false);
+    tly_diags_sort(d);
+    tly_cmd_print_sev(s, TLY_SEV_NOTE);
+    tly_diags_print(stdout, d, TLY_SEV_WARNING);
+    int rc = tly_diags_count_sev(d, TLY_SEV_ERROR) ? 1 : 0;
+    tly_store_destroy(s);
+    return rc;
+}

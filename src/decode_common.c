@@ -1,0 +1,486 @@
+/*
+** decode_common.c: the typed field getters every kind's decoder uses
+** (decode.h), and the field-path bookkeeping behind their diagnostics.
+**
+** The getters centralise the API server's type rules: a string field
+** takes a string, a quantity takes a string or a number, a map takes a map.
+** Every mismatch becomes one diagnostic at the offending value, naming the
+** full field path, so the decoders themselves only say what they want.
+*/
+#include "tally/decode.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/error.h"
+
+/* ---- field paths --------------------------------------------------------- */
+
+size_t tly_dx_push(tly_dctx *dx, const char *key)
+{
+    size_t mark = dx->plen;
+    int n = snprintf(dx->path + dx->plen, TLY_PATH_MAX - dx->plen, "%s%s",
+                     dx->plen ? "." : "", key);
+    if (n > 0)
+        dx->plen += (size_t)n < TLY_PATH_MAX - dx->plen ? (size_t)n : TLY_PATH_MAX - dx->plen - 1;
+    return mark;
+}
+
+size_t tly_dx_push_idx(tly_dctx *dx, uint32_t i)
+{
+    size_t mark = dx->plen;
+    int n = snprintf(dx->path + dx->plen, TLY_PATH_MAX - dx->plen, "[%u]", i);
+    if (n > 0)
+        dx->plen += (size_t)n < TLY_PATH_MAX - dx->plen ? (size_t)n : TLY_PATH_MAX - dx->plen - 1;
+    return mark;
+}
+
+void tly_dx_pop(tly_dctx *dx, size_t mark)
+{
+    dx->plen = mark;
+    dx->path[mark] = '\0';
+}
+
+/* ---- diagnostics --------------------------------------------------------- */
+
+static void dx_report(tly_dctx *dx, tly_severity sev, const tly_node *at, const char *key,
+                      const char *fmt, va_list ap)
+{
+    size_t mark = dx->plen;
+    if (key)
+        tly_dx_push(dx, key);
+    uint32_t line = at ? at->line : 0, col = at ? at->col : 0;
+    tly_diags_vadd(dx->diags, sev, dx->file, line, col, dx->kind, dx->objname,
+                   dx->plen ? dx->path : NULL, fmt, ap);
+    tly_dx_pop(dx, mark);
+    if (sev == TLY_SEV_ERROR)
+        dx->errors++;
+}
+
+void tly_dx_error(tly_dctx *dx, const tly_node *at, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dx_report(dx, TLY_SEV_ERROR, at, key, fmt, ap);
+    va_end(ap);
+}
+
+void tly_dx_warn(tly_dctx *dx, const tly_node *at, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dx_report(dx, TLY_SEV_WARNING, at, key, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- getters ------------------------------------------------------------- */
+
+/* The member, or NULL when absent or null. */
+static const tly_node *member(const tly_node *map, const char *key)
+{
+    const tly_node *n = tly_node_get(map, key);
+    return (n && n->type != TLY_N_NULL) ? n : NULL;
+}
+
+static void wrong_type(tly_dctx *dx, const tly_node *n, const char *key, const char *want)
+{
+    tly_dx_error(dx, n, key, "expected %s, got %s", want, tly_ntype_name(n->type));
+}
+
+bool tly_dx_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+{
+    const tly_node *n = member(map, key);
+    if (!n)
+        return false;
+    if (n->type != TLY_N_STRING) {
+        wrong_type(dx, n, key, "a string");
+        return false;
+    }
+    *out = tly_arena_strndup(dx->arena, n->str, n->len);
+    return true;
+}
+
+bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+{
+    const tly_node *n = member(map, key);
+    if (!n) {
+        tly_dx_error(dx, map, key, "required field is missing");
+        return false;
+    }
+    return tly_dx_str(dx, map, key, out);
+}
+
+bool tly_dx_bool(tly_dctx *dx, const tly_node *map, const char *key, bool *out)
+{
+    const tly_node *n = member(map, key);
+    if (!n)
+        return false;
+    if (n->type != TLY_N_BOOL) {
+        wrong_type(dx, n, key, "a boolean (true or false)");
+        return false;
+    }
+    *out = n->bval;
+    return true;
+}
+
+bool tly_dx_int64(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
+{
+    const tly_node *n = member(map, key);
+    if (!n)
+        return false;
+    if (n->type != TLY_N_INT) {
+        wrong_type(dx, n, key, "an integer");
+        return false;
+    }
+    errno = 0;
+    char *end;
+    long long v = strtoll(n->str, &end, 10);
+    if (errno || *end) {
+        tly_dx_error(dx, n, key, "integer %s is out of range", n->str);
+        return false;
+    }
+    *out = (int64_t)v;
+    return true;
+}
+
+bool tly_dx_int32(tly_dctx *dx, const tly_node *map, const char *key, int32_t *out)
+{
+    int64_t v;
+    if (!tly_dx_int64(dx, map, key, &v))
+        return false;
+    if (v < INT32_MIN || v > INT32_MAX) {
+        tly_dx_error(dx, tly_node_get(map, key), key, "integer %lld does not fit in 32 bits",
+                     (long long)v);
+        return false;
+    }
+    *out = (int32_t)v;
+    return true;
+}
+
+static const char *qty_problem(int rc)
+{
+    return rc == TLY_ERANGE ? "is too large" : "is not a valid quantity";
+}
+
+bool tly_dx_qty(tly_dctx *dx, const tly_node *map, const char *key, tly_qty *out)
+{
+    const tly_node *n = member(map, key);
+    if (!n)
+        return false;
+    if (n->type != TLY_N_STRING && n->type != TLY_N_INT && n->type != TLY_N_FLOAT) {
+        wrong_type(dx, n, key, "a quantity (string or number)");
+        return false;
+    }
+    int rc = tly_qty_parse(n->str, n->len, out);
+    if (rc != TLY_OK) {
+        tly_dx_error(dx, n, key, "\"%s\" %s (expected a Kubernetes quantity such as 500m, 4Gi, 2)",
+                     n->str, qty_problem(rc));
+        return false;
+    }
+    return true;
+}
+
+bool tly_dx_time(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
+{
+    const tly_node *n = member(map, key);
+    if (!n)
+        return false;
+    if (n->type != TLY_N_STRING || !tly_parse_time(n->str, out)) {
+        tly_dx_error(dx, n, key, "expected an RFC 3339 time such as 2026-11-29T13:00:00Z");
+        return false;
+    }
+    return true;
+}
+
+const tly_node *tly_dx_map(tly_dctx *dx, const tly_node *map, const char *key)
+{
+    const tly_node *n = member(map, key);
+    if (!n)
+        return NULL;
+    if (n->type != TLY_N_MAP) {
+        wrong_type(dx, n, key, "a map");
+        return NULL;
+    }
+    return n;
+}
+
+const tly_node *tly_dx_seq(tly_dctx *dx, const tly_node *map, const char *key)
+{
+    const tly_node *n = member(map, key);
+    if (!n)
+        return NULL;
+    if (n->type != TLY_N_SEQ) {
+        wrong_type(dx, n, key, "a list");
+        return NULL;
+    }
+    return n;
+}
+
+bool tly_dx_kvs(tly_dctx *dx, const tly_node *map, const char *key, tly_kvs *out)
+{
+    const tly_node *m = tly_dx_map(dx, map, key);
+    if (!m)
+        return false;
+    out->v = tly_arena_alloc(dx->arena, (m->nkids + 1) * sizeof *out->v);
+    out->n = 0;
+    size_t mark = tly_dx_push(dx, key);
+    for (const tly_node *k = m->kids; k; k = k->next) {
+        /* Labels and annotations are strings; a bare number or boolean is
+           what kubectl itself rejects ("cannot unmarshal number into ...
+           string"), so say so rather than guess. */
+        if (k->type == TLY_N_NULL) {
+            out->v[out->n].key = tly_arena_strdup(dx->arena, k->key);
+            out->v[out->n++].val = "";
+            continue;
+        }
+        if (k->type != TLY_N_STRING) {
+            tly_dx_error(dx, k, k->key, "expected a string, got %s (quote the value)",
+                         tly_ntype_name(k->type));
+            continue;
+        }
+        out->v[out->n].key = tly_arena_strdup(dx->arena, k->key);
+        out->v[out->n++].val = tly_arena_strndup(dx->arena, k->str, k->len);
+    }
+    tly_dx_pop(dx, mark);
+    return true;
+}
+
+bool tly_dx_strlist(tly_dctx *dx, const tly_node *map, const char *key,
+                    const char ***out, uint32_t *n)
+{
+    const tly_node *s = tly_dx_seq(dx, map, key);
+    if (!s)
+        return false;
+    const char **v = tly_arena_alloc(dx->arena, (s->nkids + 1) * sizeof *v);
+    uint32_t cnt = 0, i = 0;
+    size_t mark = tly_dx_push(dx, key);
+    for (const tly_node *k = s->kids; k; k = k->next, i++) {
+        if (k->type != TLY_N_STRING) {
+            size_t m2 = tly_dx_push_idx(dx, i);
+            tly_dx_error(dx, k, NULL, "expected a string, got %s", tly_ntype_name(k->type));
+            tly_dx_pop(dx, m2);
+            continue;
+        }
+        v[cnt++] = tly_arena_strndup(dx->arena, k->str, k->len);
+    }
+    tly_dx_pop(dx, mark);
+    *out = v;
+    *n = cnt;
+    return true;
+}
+
+bool tly_dx_rlist(tly_dctx *dx, const tly_node *map, const char *key, tly_rlist *out)
+{
+    const tly_node *m = tly_dx_map(dx, map, key);
+    if (!m)
+        return false;
+    out->v = NULL;
+    out->n = 0;
+    size_t mark = tly_dx_push(dx, key);
+    for (const tly_node *k = m->kids; k; k = k->next) {
+        tly_qty q;
+        if (!tly_dx_qty(dx, m, k->key, &q))
+            continue;
+        uint32_t id = tly_names_intern(dx->names, k->key, strlen(k->key));
+        tly_rlist_set(out, dx->arena, id, q);
+    }
+    tly_dx_pop(dx, mark);
+    return true;
+}
+
+bool tly_dx_conditions(tly_dctx *dx, const tly_node *map, const char *key,
+                       tly_conditions *out)
+{
+    const tly_node *s = tly_dx_seq(dx, map, key);
+    if (!s)
+        return false;
+    out->v = tly_arena_zalloc(dx->arena, (s->nkids + 1) * sizeof *out->v);
+    out->n = 0;
+    size_t mark = tly_dx_push(dx, key);
+    uint32_t i = 0;
+    for (const tly_node *k = s->kids; k; k = k->next, i++) {
+        size_t m2 = tly_dx_push_idx(dx, i);
+        if (k->type != TLY_N_MAP) {
+            tly_dx_error(dx, k, NULL, "expected a map, got %s", tly_ntype_name(k->type));
+            tly_dx_pop(dx, m2);
+            continue;
+        }
+        tly_condition *c = &out->v[out->n];
+        c->last_probe = c->last_transition = c->last_heartbeat = TLY_NO_TIME;
+        if (!tly_dx_req_str(dx, k, "type", &c->type)) {
+            tly_dx_pop(dx, m2);
+            continue;
+        }
+        tly_dx_str(dx, k, "status", &c->status);
+        tly_dx_str(dx, k, "reason", &c->reason);
+        tly_dx_str(dx, k, "message", &c->message);
+        tly_dx_time(dx, k, "lastProbeTime", &c->last_probe);
+        tly_dx_time(dx, k, "lastTransitionTime", &c->last_transition);
+        tly_dx_time(dx, k, "lastHeartbeatTime", &c->last_heartbeat);
+        out->n++;
+        tly_dx_pop(dx, m2);
+    }
+    tly_dx_pop(dx, mark);
+    return true;
+}
+
+static const char *const selector_ops[] = {"In", "NotIn", "Exists", "DoesNotExist", NULL};
+static const char *const node_selector_ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt",
+                                                "Lt", NULL};
+
+static void decode_requirements(tly_dctx *dx, const tly_node *node, const char *key,
+                                const char *const *ops, tly_selector *out)
+{
+    const tly_node *s = tly_dx_seq(dx, node, key);
+    if (!s)
+        return;
+    out->reqs = tly_arena_zalloc(dx->arena, (s->nkids + 1) * sizeof *out->reqs);
+    size_t mark = tly_dx_push(dx, key);
+    uint32_t i = 0;
+    for (const tly_node *k = s->kids; k; k = k->next, i++) {
+        size_t m2 = tly_dx_push_idx(dx, i);
+        if (k->type != TLY_N_MAP) {
+            tly_dx_error(dx, k, NULL, "expected a map, got %s", tly_ntype_name(k->type));
+            tly_dx_pop(dx, m2);
+            continue;
+        }
+        tly_selreq *r = &out->reqs[out->nreqs];
+        bool ok = tly_dx_req_str(dx, k, "key", &r->key);
+        ok = tly_dx_enum(dx, k, "operator", ops, &r->op) && ok;
+        if (!tly_node_get(k, "operator"))
+            tly_dx_error(dx, k, "operator", "required field is missing");
+        tly_dx_strlist(dx, k, "values", &r->values, &r->nvalues);
+        if (ok && r->op) {
+            bool needs_values = !strcmp(r->op, "In") || !strcmp(r->op, "NotIn") ||
+                                !strcmp(r->op, "Gt") || !strcmp(r->op, "Lt");
+            if (needs_values && r->nvalues == 0)
+                tly_dx_error(dx, k, "values", "must be non-empty when operator is %s", r->op);
+            else if (!needs_values && r->nvalues > 0)
+                tly_dx_error(dx, k, "values", "must be empty when operator is %s", r->op);
+            else
+                out->nreqs++;
+        }
+        tly_dx_pop(dx, m2);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+bool tly_dx_label_selector(tly_dctx *dx, const tly_node *node, tly_selector *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!node || node->type == TLY_N_NULL)
+        return false;
+    if (node->type != TLY_N_MAP) {
+        tly_dx_error(dx, node, NULL, "expected a map, got %s", tly_ntype_name(node->type));
+        return false;
+    }
+    tly_dx_kvs(dx, node, "matchLabels", &out->match_labels);
+    decode_requirements(dx, node, "matchExpressions", selector_ops, out);
+    return true;
+}
+
+bool tly_dx_node_selector_term(tly_dctx *dx, const tly_node *node, tly_selector *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!node || node->type == TLY_N_NULL)
+        return false;
+    if (node->type != TLY_N_MAP) {
+        tly_dx_error(dx, node, NULL, "expected a map, got %s", tly_ntype_name(node->type));
+        return false;
+    }
+    decode_requirements(dx, node, "matchExpressions", node_selector_ops, out);
+    const tly_node *f = tly_node_get(node, "matchFields");
+    out->has_fields = f && f->type == TLY_N_SEQ && f->nkids > 0;
+    return true;
+}
+
+bool tly_dx_enum(tly_dctx *dx, const tly_node *map, const char *key,
+                 const char *const *allowed, const char **out)
+{
+    const char *v;
+    if (!tly_dx_str(dx, map, key, &v))
+        return false;
+    for (const char *const *a = allowed; *a; a++)
+        if (!strcmp(v, *a)) {
+            *out = *a;
+            return true;
+        }
+    char list[256];
+    size_t len = 0;
+    list[0] = '\0';
+    for (const char *const *a = allowed; *a; a++) {
+        int n = snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+                         **a ? *a : "\"\"");
+        if (n < 0 || (size_t)n >= sizeof list - len)
+            break;
+        len += (size_t)n;
+    }
+    tly_dx_error(dx, tly_node_get(map, key), key, "\"%s\" is not allowed: must be one of %s", v,
+                 list);
+    return false;
+}
+
+/* ---- time ---------------------------------------------------------------- */
+
+static bool digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's method). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+bool tly_parse_time(const char *s, int64_t *out)
+{
+    int y, mo, d, h, mi, se;
+    size_t len = strlen(s);
+    if (len < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+        !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+        !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+        !digits(s + 17, 2, &se))
+        return false;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+        return false;
+    const char *p = s + 19;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    int64_t off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om;
+        if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om) || oh > 23 || om > 59)
+            return false;
+        off = (int64_t)(oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return false;
+    }
+    if (*p)
+        return false;
+    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+    return true;
+}

@@ -1,0 +1,500 @@
+/*
+** decode_dra.c: Dynamic Resource Allocation objects of resource.k8s.io
+** (v1, v1beta2 and v1beta1): ResourceClaim, ResourceClaimTemplate,
+** ResourceSlice and DeviceClass.
+**
+** The API versions differ in shape, not in meaning, and tally keeps one
+** struct for all of them:
+**   - a device request in v1 and v1beta2 puts deviceClassName,
+**     allocationMode, count and selectors under `exactly` (or lists
+**     alternatives under `firstAvailable`); v1beta1 puts them on the request
+**     itself. meta.api_version says which shape to expect.
+**   - a ResourceSlice device in v1beta1 nests attributes and capacity under
+**     `basic`; v1 and v1beta2 do not. Both are read whatever the version says,
+**     since the nesting itself is unambiguous.
+** A request that uses firstAvailable is marked first_available and carries
+** no device class: KAI counts only `exactly` requests, and the engine treats
+** a prioritized list as a constraint it does not evaluate (contract section
+** 3, UnsupportedConstraint). Its subrequests are still checked.
+**
+** Opaque driver parameters are deep-copied (tly_node_copy) because the node
+** tree of the object is freed after decoding and the engine reads
+** AccountedResource opaqueConfigField paths from them later.
+*/
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tally/decode.h"
+
+/* A member that is present and not null (absent and null mean "unset"). */
+static const tly_node *member(const tly_node *map, const char *key)
+{
+    if (!map || map->type != TLY_N_MAP)
+        return NULL;
+    const tly_node *n = tly_node_get(map, key);
+    return (n && n->type != TLY_N_NULL) ? n : NULL;
+}
+
+/* A list item that must be a map; reports and returns false otherwise. */
+static bool item_is_map(tly_dctx *dx, const tly_node *it, const char *what)
+{
+    if (it->type == TLY_N_MAP)
+        return true;
+    tly_dx_error(dx, it, NULL, "expected %s (a map), got %s", what, tly_ntype_name(it->type));
+    return false;
+}
+
+/* A required string that must also be non-empty. */
+static bool req_nonempty(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+{
+    const char *v;
+    if (!tly_dx_req_str(dx, map, key, &v))
+        return false;
+    if (v[0] == '\0') {
+        tly_dx_error(dx, member(map, key), key, "must not be empty");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* ---- selectors ----------------------------------------------------------- */
+
+/* `key`: a list of {cel: {expression}}; the expressions, in order. */
+static void decode_selectors(tly_dctx *dx, const tly_node *map, const char *key,
+                             const char ***out, uint32_t *n)
+{
+    const tly_node *seq = tly_dx_seq(dx, map, key);
+    if (!seq || seq->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, key);
+    *out = tly_arena_zalloc(dx->arena, seq->nkids * sizeof **out);
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        if (item_is_map(dx, it, "a selector")) {
+            const tly_node *cel = member(it, "cel");
+            if (!cel) {
+                tly_dx_error(dx, it, "cel", "required field is missing");
+            } else if ((cel = tly_dx_map(dx, it, "cel")) != NULL) {
+                size_t cmark = tly_dx_push(dx, "cel");
+                if (req_nonempty(dx, cel, "expression", &(*out)[*n]))
+                    (*n)++;
+                tly_dx_pop(dx, cmark);
+            }
+        }
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/* ---- claim spec ---------------------------------------------------------- */
+
+/*
+** The "exactly" part of a request (v1/v1beta2: the `exactly` map; v1beta1:
+** the request itself): deviceClassName, allocationMode, count, selectors.
+*/
+static void decode_exact(tly_dctx *dx, const tly_node *m, tly_device_request *r)
+{
+    static const char *const modes[] = {"ExactCount", "All", NULL};
+    req_nonempty(dx, m, "deviceClassName", &r->device_class);
+    r->allocation_mode = "ExactCount";
+    tly_dx_enum(dx, m, "allocationMode", modes, &r->allocation_mode);
+
+    bool all = strcmp(r->allocation_mode, "All") == 0;
+    int64_t count;
+    r->count = all ? 0 : 1;
+    if (tly_dx_int64(dx, m, "count", &count)) {
+        if (all)
+            tly_dx_error(dx, member(m, "count"), "count",
+                         "must not be set when allocationMode is All");
+        else if (count <= 0)
+            tly_dx_error(dx, member(m, "count"), "count", "must be greater than zero (got %lld)",
+                         (long long)count);
+        else
+            r->count = count;
+    }
+    decode_selectors(dx, m, "selectors", &r->selectors, &r->nselectors);
+}
+
+/* firstAvailable: a non-empty list of subrequests {name, deviceClassName, ...}. */
+static void check_first_available(tly_dctx *dx, const tly_node *req)
+{
+    const tly_node *seq = tly_dx_seq(dx, req, "firstAvailable");
+    if (!seq)
+        return;
+    if (seq->nkids == 0) {
+        tly_dx_error(dx, seq, "firstAvailable", "must have at least one subrequest");
+        return;
+    }
+    size_t mark = tly_dx_push(dx, "firstAvailable");
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        if (item_is_map(dx, it, "a subrequest")) {
+            tly_device_request scratch = {0};
+            req_nonempty(dx, it, "name", &scratch.name);
+            decode_exact(dx, it, &scratch);
+        }
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/* One spec.devices.requests[i] (the current path). */
+static void decode_request(tly_dctx *dx, const tly_node *it, bool v1beta1,
+                           tly_device_request *r)
+{
+    req_nonempty(dx, it, "name", &r->name);
+    r->count = 1;
+    r->allocation_mode = "ExactCount";
+    bool fa = member(it, "firstAvailable") != NULL;
+
+    if (v1beta1) {
+        if (fa) {
+            r->first_available = true;
+            if (member(it, "deviceClassName"))
+                tly_dx_error(dx, member(it, "deviceClassName"), "deviceClassName",
+                             "must not be set together with firstAvailable");
+            check_first_available(dx, it);
+        } else {
+            decode_exact(dx, it, r);
+        }
+        return;
+    }
+
+    const tly_node *exactly = member(it, "exactly");
+    if (!exactly == !fa) {
+        tly_dx_error(dx, it, NULL, "must set exactly one of exactly or firstAvailable%s",
+                     exactly ? " (found both)" : "");
+        /* The likeliest cause: a v1beta1 request under a v1 apiVersion. */
+        if (!exactly && member(it, "deviceClassName"))
+            tly_dx_error(dx, member(it, "deviceClassName"), "deviceClassName",
+                         "must be under exactly (only resource.k8s.io/v1beta1 puts it on the "
+                         "request itself)");
+    }
+    if (exactly && (exactly = tly_dx_map(dx, it, "exactly")) != NULL) {
+        size_t mark = tly_dx_push(dx, "exactly");
+        decode_exact(dx, exactly, r);
+        tly_dx_pop(dx, mark);
+    }
+    if (fa) {
+        check_first_available(dx, it);
+        if (!exactly) {
+            r->first_available = true;
+            r->device_class = NULL;
+            r->count = 0;
+        }
+    }
+}
+
+/* A config list (spec.devices.config or status.allocation.devices.config). */
+static void decode_config(tly_dctx *dx, const tly_node *map, const char *key,
+                          tly_opaque_config **out, uint32_t *n)
+{
+    const tly_node *seq = tly_dx_seq(dx, map, key);
+    if (!seq || seq->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, key);
+    *out = tly_arena_zalloc(dx->arena, seq->nkids * sizeof **out);
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        if (item_is_map(dx, it, "a device configuration")) {
+            tly_opaque_config *c = &(*out)[*n];
+            tly_dx_strlist(dx, it, "requests", &c->requests, &c->nrequests);
+            const tly_node *opaque = tly_dx_map(dx, it, "opaque");
+            if (opaque) {
+                size_t omark = tly_dx_push(dx, "opaque");
+                req_nonempty(dx, opaque, "driver", &c->driver);
+                const tly_node *params = member(opaque, "parameters");
+                if (params)
+                    c->parameters = tly_node_copy(params, dx->arena);
+                tly_dx_pop(dx, omark);
+            }
+            /* A config without opaque data configures nothing tally reads. */
+            if (c->driver)
+                (*n)++;
+            else
+                memset(c, 0, sizeof *c);
+        }
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/* A ResourceClaimSpec at `spec` (the current path names it). */
+static void decode_claim_spec(tly_dctx *dx, const tly_node *spec, const tly_meta *meta,
+                              tly_claim_spec *out)
+{
+    bool v1beta1 = meta->api_version && strcmp(meta->api_version, "resource.k8s.io/v1beta1") == 0;
+    const tly_node *devices = tly_dx_map(dx, spec, "devices");
+    if (!devices)
+        return;
+    size_t mark = tly_dx_push(dx, "devices");
+
+    const tly_node *seq = tly_dx_seq(dx, devices, "requests");
+    if (seq && seq->nkids > 0) {
+        size_t rmark = tly_dx_push(dx, "requests");
+        out->requests = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *out->requests);
+        uint32_t i = 0;
+        for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+            size_t imark = tly_dx_push_idx(dx, i);
+            if (item_is_map(dx, it, "a device request"))
+                decode_request(dx, it, v1beta1, &out->requests[out->nrequests++]);
+            tly_dx_pop(dx, imark);
+        }
+        tly_dx_pop(dx, rmark);
+    }
+    decode_config(dx, devices, "config", &out->config, &out->nconfig);
+    tly_dx_pop(dx, mark);
+}
+
+/* ---- ResourceClaim ------------------------------------------------------- */
+
+static void decode_results(tly_dctx *dx, const tly_node *devices, tly_resource_claim *out)
+{
+    const tly_node *seq = tly_dx_seq(dx, devices, "results");
+    if (!seq || seq->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, "results");
+    out->results = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *out->results);
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        if (item_is_map(dx, it, "an allocation result")) {
+            tly_device_result *r = &out->results[out->nresults];
+            bool ok = req_nonempty(dx, it, "request", &r->request);
+            ok = req_nonempty(dx, it, "driver", &r->driver) && ok;
+            ok = req_nonempty(dx, it, "pool", &r->pool) && ok;
+            ok = req_nonempty(dx, it, "device", &r->device) && ok;
+            if (ok)
+                out->nresults++;
+            else
+                memset(r, 0, sizeof *r);
+        }
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+static void decode_reserved_for(tly_dctx *dx, const tly_node *status, tly_resource_claim *out)
+{
+    const tly_node *seq = tly_dx_seq(dx, status, "reservedFor");
+    if (!seq || seq->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, "reservedFor");
+    out->reserved_for = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *out->reserved_for);
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        if (item_is_map(dx, it, "a consumer reference")) {
+            tly_consumer_ref *c = &out->reserved_for[out->nreserved_for];
+            bool ok = req_nonempty(dx, it, "resource", &c->resource);
+            ok = req_nonempty(dx, it, "name", &c->name) && ok;
+            ok = req_nonempty(dx, it, "uid", &c->uid) && ok;
+            if (ok)
+                out->nreserved_for++;
+            else
+                memset(c, 0, sizeof *c);
+        }
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+void tly_decode_resource_claim(tly_dctx *dx, const tly_node *obj, tly_resource_claim *out)
+{
+    const tly_node *spec = tly_dx_map(dx, obj, "spec");
+    if (spec) {
+        size_t mark = tly_dx_push(dx, "spec");
+        decode_claim_spec(dx, spec, &out->meta, &out->spec);
+        tly_dx_pop(dx, mark);
+    }
+
+    const tly_node *status = tly_dx_map(dx, obj, "status");
+    if (!status)
+        return;
+    size_t mark = tly_dx_push(dx, "status");
+    const tly_node *alloc = tly_dx_map(dx, status, "allocation");
+    if (alloc) {
+        out->allocated = true;
+        size_t amark = tly_dx_push(dx, "allocation");
+        const tly_node *devices = tly_dx_map(dx, alloc, "devices");
+        if (devices) {
+            size_t dmark = tly_dx_push(dx, "devices");
+            decode_results(dx, devices, out);
+            decode_config(dx, devices, "config", &out->alloc_config, &out->nalloc_config);
+            tly_dx_pop(dx, dmark);
+        }
+        tly_dx_pop(dx, amark);
+    }
+    decode_reserved_for(dx, status, out);
+    tly_dx_pop(dx, mark);
+}
+
+/* ---- ResourceClaimTemplate ----------------------------------------------- */
+
+void tly_decode_claim_template(tly_dctx *dx, const tly_node *obj, tly_claim_template *out)
+{
+    const tly_node *spec = tly_dx_map(dx, obj, "spec");
+    if (!spec)
+        return;
+    size_t mark = tly_dx_push(dx, "spec");
+    const tly_node *inner = member(spec, "spec");
+    if (!inner) {
+        tly_dx_error(dx, spec, "spec", "required field is missing");
+    } else if ((inner = tly_dx_map(dx, spec, "spec")) != NULL) {
+        size_t imark = tly_dx_push(dx, "spec");
+        decode_claim_spec(dx, inner, &out->meta, &out->spec);
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/* ---- ResourceSlice -------------------------------------------------------- */
+
+/* One attribute value at `v` (the current path): exactly one of string, int, bool, version. */
+static bool decode_attr_value(tly_dctx *dx, const tly_node *v, const char *name, tly_attr *out)
+{
+    if (v->type != TLY_N_MAP) {
+        tly_dx_error(dx, v, NULL, "expected a map with one of string, int, bool, version, got %s",
+                     tly_ntype_name(v->type));
+        return false;
+    }
+    const tly_node *s = member(v, "string"), *i = member(v, "int"), *b = member(v, "bool"),
+                   *ver = member(v, "version");
+    if ((s != NULL) + (i != NULL) + (b != NULL) + (ver != NULL) != 1) {
+        tly_dx_error(dx, v, NULL, "must set exactly one of string, int, bool, version");
+        return false;
+    }
+    out->name = name;
+    if (s) {
+        out->type = TLY_ATTR_STRING;
+        return tly_dx_str(dx, v, "string", &out->str);
+    }
+    if (i) {
+        out->type = TLY_ATTR_INT;
+        return tly_dx_int64(dx, v, "int", &out->ival);
+    }
+    if (b) {
+        out->type = TLY_ATTR_BOOL;
+        return tly_dx_bool(dx, v, "bool", &out->bval);
+    }
+    out->type = TLY_ATTR_VERSION;
+    return tly_dx_str(dx, v, "version", &out->str);
+}
+
+static void decode_device_attrs(tly_dctx *dx, const tly_node *body, tly_device *d)
+{
+    const tly_node *m = tly_dx_map(dx, body, "attributes");
+    if (!m || m->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, "attributes");
+    d->attrs = tly_arena_zalloc(dx->arena, m->nkids * sizeof *d->attrs);
+    for (const tly_node *a = m->kids; a; a = a->next) {
+        size_t amark = tly_dx_push(dx, a->key);
+        const char *name = tly_arena_strdup(dx->arena, a->key);
+        if (decode_attr_value(dx, a, name, &d->attrs[d->nattrs]))
+            d->nattrs++;
+        else
+            memset(&d->attrs[d->nattrs], 0, sizeof *d->attrs);
+        tly_dx_pop(dx, amark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/* capacity: name -> {value: quantity}; a bare quantity (v1alpha3's form) is also read. */
+static void decode_device_capacity(tly_dctx *dx, const tly_node *body, tly_device *d)
+{
+    const tly_node *m = tly_dx_map(dx, body, "capacity");
+    if (!m || m->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, "capacity");
+    d->capacity = tly_arena_zalloc(dx->arena, m->nkids * sizeof *d->capacity);
+    for (const tly_node *c = m->kids; c; c = c->next) {
+        tly_capacity *cap = &d->capacity[d->ncapacity];
+        bool ok;
+        if (c->type == TLY_N_MAP) {
+            size_t cmark = tly_dx_push(dx, c->key);
+            if (!member(c, "value")) {
+                tly_dx_error(dx, c, "value", "required field is missing");
+                ok = false;
+            } else {
+                ok = tly_dx_qty(dx, c, "value", &cap->value);
+            }
+            tly_dx_pop(dx, cmark);
+        } else {
+            ok = tly_dx_qty(dx, m, c->key, &cap->value);
+        }
+        if (ok) {
+            cap->name = tly_arena_strdup(dx->arena, c->key);
+            cap->id = tly_names_intern(dx->names, c->key, strlen(c->key));
+            d->ncapacity++;
+        }
+    }
+    tly_dx_pop(dx, mark);
+}
+
+void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_slice *out)
+{
+    const tly_node *spec = tly_dx_map(dx, obj, "spec");
+    size_t mark = tly_dx_push(dx, "spec");
+    req_nonempty(dx, spec, "driver", &out->driver);
+
+    const tly_node *pool = member(spec, "pool");
+    if (!pool) {
+        tly_dx_error(dx, spec, "pool", "required field is missing");
+    } else if ((pool = tly_dx_map(dx, spec, "pool")) != NULL) {
+        size_t pmark = tly_dx_push(dx, "pool");
+        req_nonempty(dx, pool, "name", &out->pool);
+        tly_dx_pop(dx, pmark);
+    }
+    tly_dx_str(dx, spec, "nodeName", &out->node_name);
+    if (out->node_name && out->node_name[0] == '\0')
+        out->node_name = NULL;
+    tly_dx_bool(dx, spec, "allNodes", &out->all_nodes);
+
+    const tly_node *seq = tly_dx_seq(dx, spec, "devices");
+    if (seq && seq->nkids > 0) {
+        size_t dmark = tly_dx_push(dx, "devices");
+        out->devices = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *out->devices);
+        uint32_t i = 0;
+        for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+            size_t imark = tly_dx_push_idx(dx, i);
+            if (item_is_map(dx, it, "a device")) {
+                tly_device *d = &out->devices[out->ndevices];
+                if (req_nonempty(dx, it, "name", &d->name)) {
+                    /* v1beta1 nests the device's content under `basic`. */
+                    if (member(it, "basic")) {
+                        const tly_node *basic = tly_dx_map(dx, it, "basic");
+                        size_t bmark = tly_dx_push(dx, "basic");
+                        decode_device_attrs(dx, basic, d);
+                        decode_device_capacity(dx, basic, d);
+                        tly_dx_pop(dx, bmark);
+                    } else {
+                        decode_device_attrs(dx, it, d);
+                        decode_device_capacity(dx, it, d);
+                    }
+                    out->ndevices++;
+                }
+            }
+            tly_dx_pop(dx, imark);
+        }
+        tly_dx_pop(dx, dmark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/* ---- DeviceClass ---------------------------------------------------------- */
+
+void tly_decode_device_class(tly_dctx *dx, const tly_node *obj, tly_device_class *out)
+{
+    const tly_node *spec = tly_dx_map(dx, obj, "spec");
+    if (!spec)
+        return;
+    size_t mark = tly_dx_push(dx, "spec");
+    decode_selectors(dx, spec, "selectors", &out->selectors, &out->nselectors);
+    tly_dx_pop(dx, mark);
+}

@@ -1,0 +1,157 @@
+/*
+** decode_sched.c: the small scheduling kinds.
+**
+**  - scheduling.k8s.io/v1 PriorityClass: value and globalDefault, which
+**    decide a workload's priority and so its preemptibility (kai-facts 1.5);
+**  - scheduling.run.ai/v2alpha2 PodGroup: the queue, gang size, priority
+**    class and explicit preemptibility of a workload (kai-facts 1.4, 1.5);
+**  - kai.scheduler/v1 Config: the switches that change tally's behaviour
+**    (resize admission, GPU sharing, scheduler name, queue label, gating);
+**  - v1 Namespace: only its metadata, which the loader has already read.
+**
+** Config switches are tri-states (-1 unset): "unset" keeps the documented
+** default, which for some switches depends on another field (GPU sharing,
+** contract section 2), so the decoder must not pick a default itself.
+*/
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tally/decode.h"
+
+/* The API server's ceiling for classes not named system-* (HighestUserDefinablePriority). */
+#define USER_PRIORITY_MAX 1000000000
+
+static const char *const preemptibilities[] = {"preemptible", "non-preemptible", "", NULL};
+
+/* A member that is present and not null (absent and null mean "unset"). */
+static const tly_node *member(const tly_node *map, const char *key)
+{
+    const tly_node *n = tly_node_get(map, key);
+    return (n && n->type != TLY_N_NULL) ? n : NULL;
+}
+
+/* A boolean into a tri-state: untouched (-1) when absent or malformed. */
+static void tri(tly_dctx *dx, const tly_node *map, const char *key, int8_t *out)
+{
+    bool b;
+    if (tly_dx_bool(dx, map, key, &b))
+        *out = b ? 1 : 0;
+}
+
+/* ---- PriorityClass ------------------------------------------------------ */
+
+void tly_decode_priority_class(tly_dctx *dx, const tly_node *obj, tly_priority_class *out)
+{
+    /* value and globalDefault sit at the top level, beside metadata. */
+    if (!member(obj, "value"))
+        tly_dx_error(dx, obj, "value", "required field is missing");
+    else if (tly_dx_int32(dx, obj, "value", &out->value) && out->value > USER_PRIORITY_MAX &&
+             !(out->meta.name && strncmp(out->meta.name, "system-", 7) == 0))
+        tly_dx_error(dx, member(obj, "value"), "value",
+                     "must be at most %d: higher values are reserved for system-* classes",
+                     USER_PRIORITY_MAX);
+    tly_dx_bool(dx, obj, "globalDefault", &out->global_default);
+}
+
+/* ---- PodGroup ----------------------------------------------------------- */
+
+void tly_decode_podgroup(tly_dctx *dx, const tly_node *obj, tly_podgroup *out)
+{
+    /* KAI's pod grouper treats an absent minMember as a gang of one. */
+    out->min_member = 1;
+
+    const tly_node *spec = tly_dx_map(dx, obj, "spec");
+    size_t mark = tly_dx_push(dx, "spec");
+    tly_dx_str(dx, spec, "queue", &out->queue);
+    if (out->queue && !*out->queue)
+        out->queue = NULL;  /* "" names no queue: the pod falls back to its label */
+
+    int32_t mm;
+    if (tly_dx_int32(dx, spec, "minMember", &mm)) {
+        if (mm < 0)
+            tly_dx_error(dx, member(spec, "minMember"), "minMember",
+                         "must be greater than or equal to 0");
+        else
+            out->min_member = mm;
+    }
+
+    tly_dx_str(dx, spec, "priorityClassName", &out->priority_class_name);
+    if (out->priority_class_name && !*out->priority_class_name)
+        out->priority_class_name = NULL;
+
+    const char *p = NULL;
+    if (tly_dx_enum(dx, spec, "preemptibility", preemptibilities, &p)) {
+        if (strcmp(p, "preemptible") == 0)
+            out->preemptibility = TLY_PREEMPT_PREEMPTIBLE;
+        else if (strcmp(p, "non-preemptible") == 0)
+            out->preemptibility = TLY_PREEMPT_NON_PREEMPTIBLE;
+        else
+            out->preemptibility = TLY_PREEMPT_UNSET;  /* "": decided by priority */
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/* ---- Config ------------------------------------------------------------- */
+
+/*
+** A name-like setting: an empty string would make tally match nothing (no
+** pod has scheduler "" or a queue label ""), so it is treated as unset and
+** the person is told.
+*/
+static void config_name(tly_dctx *dx, const tly_node *map, const char *key, const char **out,
+                        const char *dflt)
+{
+    if (tly_dx_str(dx, map, key, out) && !**out) {
+        tly_dx_warn(dx, member(map, key), key, "is empty; the default %s is used", dflt);
+        *out = NULL;
+    }
+}
+
+void tly_decode_config(tly_dctx *dx, const tly_node *obj, tly_config *out)
+{
+    out->validate_quota = -1;
+    out->block_upsize = -1;
+    out->gpu_sharing = -1;
+    out->gating_enabled = -1;
+
+    const tly_node *spec = tly_dx_map(dx, obj, "spec");
+    size_t m0 = tly_dx_push(dx, "spec");
+
+    const tly_node *adm = tly_dx_map(dx, spec, "admission");
+    size_t m1 = tly_dx_push(dx, "admission");
+    const tly_node *resize = tly_dx_map(dx, adm, "inPlacePodResize");
+    size_t m2 = tly_dx_push(dx, "inPlacePodResize");
+    tri(dx, resize, "validateQuota", &out->validate_quota);
+    tri(dx, resize, "blockUpsizeOnBoundedQueues", &out->block_upsize);
+    tly_dx_pop(dx, m2);
+    tri(dx, adm, "gpuSharing", &out->gpu_sharing);
+    tly_dx_pop(dx, m1);
+
+    const tly_node *global = tly_dx_map(dx, spec, "global");
+    m1 = tly_dx_push(dx, "global");
+    /* Any mode is kept: only "Disabled" changes what tally does, and KAI
+       has grown new modes over time (contract section 2). */
+    tly_dx_str(dx, global, "gpuSharingMode", &out->gpu_sharing_mode);
+    if (out->gpu_sharing_mode && !*out->gpu_sharing_mode)
+        out->gpu_sharing_mode = NULL;
+    config_name(dx, global, "schedulerName", &out->scheduler_name, "kai-scheduler");
+    config_name(dx, global, "queueLabelKey", &out->queue_label_key, "kai.scheduler/queue");
+    const tly_node *gating = tly_dx_map(dx, global, "queueAdmissionGating");
+    m2 = tly_dx_push(dx, "queueAdmissionGating");
+    tri(dx, gating, "enabled", &out->gating_enabled);
+    tly_dx_pop(dx, m2);
+    tly_dx_pop(dx, m1);
+
+    tly_dx_pop(dx, m0);
+}
+
+/* ---- Namespace ---------------------------------------------------------- */
+
+void tly_decode_namespace(tly_dctx *dx, const tly_node *obj, tly_namespace *out)
+{
+    /* Only the name matters, and the loader has read the metadata. */
+    (void)dx;
+    (void)obj;
+    (void)out;
+}

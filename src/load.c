@@ -1,0 +1,742 @@
+/*
+** load.c: reading Kubernetes objects from YAML and JSON into the store.
+**
+** Files are mapped into memory and parsed with libfyaml's event API. For
+** each document the loader builds a small tly_node tree (node.h) of one
+** object at a time:
+**
+**   - a document that is one object becomes one tree;
+**   - a document that is a List (kubectl get -o yaml|json) has its `items`
+**     streamed: each item is built, decoded into its typed struct and its
+**     tree freed before the next item is read, so memory holds the typed
+**     store plus one object's tree, never the whole list.
+**
+** Objects then go to their kind's decoder (decode_<kind>.c), selected by
+** API group and kind. Problems become diagnostics with file:line:col; a YAML
+** syntax error ends its document, and parsing resumes at the next `---`
+** document marker so the rest of a multi-document file still loads.
+**
+** YAML aliases are rejected (kubectl never prints them, and resolving them
+** is how "billion laughs" inputs blow up memory).
+*/
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libfyaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store_int.h"
+#include "tally/decode.h"
+#include "tally/error.h"
+
+/* ---- the kind table ------------------------------------------------------ */
+
+typedef void (*decode_fn)(tly_dctx *dx, const tly_node *obj, void *out);
+
+#define WRAP(fn, T)                                                    \
+    static void w_##fn(tly_dctx *dx, const tly_node *obj, void *out)   \
+    {                                                                  \
+        fn(dx, obj, (T *)out);                                         \
+    }
+WRAP(tly_decode_node, tly_k8s_node)
+WRAP(tly_decode_pod, tly_pod)
+WRAP(tly_decode_namespace, tly_namespace)
+WRAP(tly_decode_queue, tly_queue)
+WRAP(tly_decode_accres, tly_accres)
+WRAP(tly_decode_podgroup, tly_podgroup)
+WRAP(tly_decode_priority_class, tly_priority_class)
+WRAP(tly_decode_resource_claim, tly_resource_claim)
+WRAP(tly_decode_claim_template, tly_claim_template)
+WRAP(tly_decode_resource_slice, tly_resource_slice)
+WRAP(tly_decode_device_class, tly_device_class)
+WRAP(tly_decode_runtime, tly_runtime)
+WRAP(tly_decode_run, tly_run)
+WRAP(tly_decode_config, tly_config)
+
+static const struct kind_entry {
+    const char *group;   /* API group ("" for the core group) */
+    const char *kind;
+    int k;
+    size_t size;
+    decode_fn decode;
+} kind_table[] = {
+    {"", "Node", TLY_K_NODE, sizeof(tly_k8s_node), w_tly_decode_node},
+    {"", "Pod", TLY_K_POD, sizeof(tly_pod), w_tly_decode_pod},
+    {"", "Namespace", TLY_K_NAMESPACE, sizeof(tly_namespace), w_tly_decode_namespace},
+    {"scheduling.run.ai", "Queue", TLY_K_QUEUE, sizeof(tly_queue), w_tly_decode_queue},
+    {"scheduling.run.ai", "AccountedResource", TLY_K_ACCOUNTED_RESOURCE, sizeof(tly_accres),
+     w_tly_decode_accres},
+    {"scheduling.run.ai", "PodGroup", TLY_K_PODGROUP, sizeof(tly_podgroup), w_tly_decode_podgroup},
+    {"scheduling.k8s.io", "PriorityClass", TLY_K_PRIORITY_CLASS, sizeof(tly_priority_class),
+     w_tly_decode_priority_class},
+    {"resource.k8s.io", "ResourceClaim", TLY_K_RESOURCE_CLAIM, sizeof(tly_resource_claim),
+     w_tly_decode_resource_claim},
+    {"resource.k8s.io", "ResourceClaimTemplate", TLY_K_RESOURCE_CLAIM_TEMPLATE,
+     sizeof(tly_claim_template), w_tly_decode_claim_template},
+    {"resource.k8s.io", "ResourceSlice", TLY_K_RESOURCE_SLICE, sizeof(tly_resource_slice),
+     w_tly_decode_resource_slice},
+    {"resource.k8s.io", "DeviceClass", TLY_K_DEVICE_CLASS, sizeof(tly_device_class),
+     w_tly_decode_device_class},
+    {"kruntimes.io", "Runtime", TLY_K_RUNTIME, sizeof(tly_runtime), w_tly_decode_runtime},
+    {"kruntimes.io", "Run", TLY_K_RUN, sizeof(tly_run), w_tly_decode_run},
+    {"kai.scheduler", "Config", TLY_K_CONFIG, sizeof(tly_config), w_tly_decode_config},
+};
+
+static const struct kind_entry *find_kind(const char *api_version, const char *kind)
+{
+    const char *slash = strchr(api_version, '/');
+    size_t glen = slash ? (size_t)(slash - api_version) : 0;
+    for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0]; i++) {
+        const struct kind_entry *e = &kind_table[i];
+        if (strcmp(e->kind, kind) == 0 && strlen(e->group) == glen &&
+            strncmp(e->group, api_version, glen) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* ---- the loader ---------------------------------------------------------- */
+
+typedef struct {
+    tly_store *s;
+    struct fy_parser *fyp;
+    struct fy_diag *fyd;
+    const char *file;       /* in the store's arena */
+    uint32_t line_off;      /* lines before the current parse window */
+    tly_arena *doc;         /* the document's top level */
+    tly_arena *obj;         /* one object's tree */
+    uint32_t nodes;         /* nodes built for the current object */
+    bool skipping;          /* over a limit: consume events, build nothing */
+    bool broken;            /* the parser reported an error */
+    uint32_t doc_line;      /* window-relative line where the current document began */
+    int errors;             /* errors recorded by this load */
+} loader;
+
+static void load_error(loader *L, uint32_t line, uint32_t col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void load_error(loader *L, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tly_diags_vadd(L->s->diags, TLY_SEV_ERROR, L->file, line, col, NULL, NULL, NULL, fmt, ap);
+    va_end(ap);
+    L->errors++;
+}
+
+static struct fy_event *next_event(loader *L)
+{
+    if (L->broken)
+        return NULL;
+    struct fy_event *ev = fy_parser_parse(L->fyp);
+    if (!ev)
+        L->broken = true;
+    return ev;
+}
+
+static void mark_of(loader *L, struct fy_event *ev, uint32_t *line, uint32_t *col)
+{
+    const struct fy_mark *m = fy_event_start_mark(ev);
+    *line = m ? (uint32_t)m->line + 1 + L->line_off : 0;
+    *col = m ? (uint32_t)m->column + 1 : 0;
+}
+
+/*
+** libfyaml's mark for a quoted scalar is just inside the quote; people (and
+** editors) expect the quote's own column, so step back one.
+*/
+static void scalar_mark(loader *L, struct fy_event *ev, uint32_t *line, uint32_t *col)
+{
+    mark_of(L, ev, line, col);
+    struct fy_token *tok = ev->type == FYET_SCALAR ? fy_event_get_token(ev) : NULL;
+    if (tok && *col > 1) {
+        enum fy_scalar_style st = fy_token_scalar_style(tok);
+        if (st == FYSS_SINGLE_QUOTED || st == FYSS_DOUBLE_QUOTED)
+            (*col)--;
+    }
+}
+
+static tly_node *new_node(loader *L, tly_arena *a, struct fy_event *ev, int type)
+{
+    tly_node *n = tly_arena_zalloc(a, sizeof *n);
+    n->type = (uint8_t)type;
+    scalar_mark(L, ev, &n->line, &n->col);
+    L->nodes++;
+    return n;
+}
+
+/* Consumes the rest of a collection whose start event was already read. */
+static void skip_collection(loader *L)
+{
+    int depth = 1;
+    while (depth > 0) {
+        struct fy_event *ev = next_event(L);
+        if (!ev)
+            return;
+        switch (ev->type) {
+        case FYET_MAPPING_START:
+        case FYET_SEQUENCE_START: depth++; break;
+        case FYET_MAPPING_END:
+        case FYET_SEQUENCE_END: depth--; break;
+        default: break;
+        }
+        fy_parser_event_free(L->fyp, ev);
+    }
+}
+
+/*
+** Builds the value that starts with event ev (which this function frees).
+** Returns NULL only when the parser broke; over a limit it returns a null
+** node and has already reported the problem.
+*/
+static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
+{
+    if (L->skipping || depth > TLY_MAX_DEPTH || L->nodes >= TLY_MAX_OBJECT_NODES) {
+        uint32_t line, col;
+        mark_of(L, ev, &line, &col);
+        if (!L->skipping) {
+            if (depth > TLY_MAX_DEPTH)
+                load_error(L, line, col, "nesting is deeper than %d levels", TLY_MAX_DEPTH);
+            else
+                load_error(L, line, col, "object has more than %u values", TLY_MAX_OBJECT_NODES);
+            L->skipping = true;
+        }
+        int t = ev->type;
+        fy_parser_event_free(L->fyp, ev);
+        if (t == FYET_MAPPING_START || t == FYET_SEQUENCE_START)
+            skip_collection(L);
+        tly_node *n = tly_arena_zalloc(a, sizeof *n);
+        n->type = TLY_N_NULL;
+        return L->broken ? NULL : n;
+    }
+
+    switch (ev->type) {
+    case FYET_SCALAR: {
+        struct fy_token *tok = fy_event_get_token(ev);
+        size_t len = 0;
+        const char *text = tok ? fy_token_get_text(tok, &len) : "";
+        if (!text)
+            text = "";
+        tly_node *n = new_node(L, a, ev, TLY_N_STRING);
+        if (len > TLY_MAX_SCALAR) {
+            load_error(L, n->line, n->col, "value is longer than %u bytes", TLY_MAX_SCALAR);
+            len = 0;
+            n->type = TLY_N_NULL;
+        } else if (tok && fy_token_scalar_style(tok) == FYSS_PLAIN) {
+            n->type = (uint8_t)tly_plain_scalar_type(text, len, &n->bval);
+        }
+        n->str = tly_arena_strndup(a, text, len);
+        n->len = (uint32_t)len;
+        if (memchr(text, '\0', len)) {
+            /* Names and keys are C strings; an embedded NUL cannot be one. */
+            load_error(L, n->line, n->col, "value contains a NUL character");
+            n->len = (uint32_t)strlen(n->str);
+        }
+        fy_parser_event_free(L->fyp, ev);
+        return n;
+    }
+    case FYET_ALIAS: {
+        tly_node *n = new_node(L, a, ev, TLY_N_NULL);
+        load_error(L, n->line, n->col, "YAML aliases are not supported; write the value out");
+        fy_parser_event_free(L->fyp, ev);
+        return n;
+    }
+    case FYET_MAPPING_START: {
+        tly_node *n = new_node(L, a, ev, TLY_N_MAP);
+        fy_parser_event_free(L->fyp, ev);
+        tly_node **tail = &n->kids;
+        for (;;) {
+            struct fy_event *kev = next_event(L);
+            if (!kev)
+                return NULL;
+            if (kev->type == FYET_MAPPING_END) {
+                fy_parser_event_free(L->fyp, kev);
+                break;
+            }
+            const char *key = NULL;
+            uint32_t kline, kcol;
+            scalar_mark(L, kev, &kline, &kcol);
+            if (kev->type == FYET_SCALAR) {
+                struct fy_token *tok = fy_event_get_token(kev);
+                size_t klen = 0;
+                const char *kt = tok ? fy_token_get_text(tok, &klen) : "";
+                key = tly_arena_strndup(a, kt ? kt : "", kt ? klen : 0);
+                fy_parser_event_free(L->fyp, kev);
+            } else {
+                load_error(L, kline, kcol, "map keys must be strings");
+                if (!build(L, a, kev, depth + 1))
+                    return NULL;
+            }
+            struct fy_event *vev = next_event(L);
+            if (!vev)
+                return NULL;
+            tly_node *v = build(L, a, vev, depth + 1);
+            if (!v)
+                return NULL;
+            if (!key)
+                continue;
+            if (!L->skipping)
+                for (tly_node *k = n->kids; k; k = k->next)
+                    if (strcmp(k->key, key) == 0) {
+                        load_error(L, kline, kcol, "duplicate key \"%s\" (first at line %u)", key,
+                                   k->kline);
+                        break;
+                    }
+            v->key = key;
+            v->kline = kline;
+            v->kcol = kcol;
+            *tail = v;
+            tail = &v->next;
+            n->nkids++;
+        }
+        return n;
+    }
+    case FYET_SEQUENCE_START: {
+        tly_node *n = new_node(L, a, ev, TLY_N_SEQ);
+        fy_parser_event_free(L->fyp, ev);
+        tly_node **tail = &n->kids;
+        for (;;) {
+            struct fy_event *e = next_event(L);
+            if (!e)
+                return NULL;
+            if (e->type == FYET_SEQUENCE_END) {
+                fy_parser_event_free(L->fyp, e);
+                break;
+            }
+            tly_node *v = build(L, a, e, depth + 1);
+            if (!v)
+                return NULL;
+            *tail = v;
+            tail = &v->next;
+            n->nkids++;
+        }
+        return n;
+    }
+    default: {
+        tly_node *n = new_node(L, a, ev, TLY_N_NULL);
+        fy_parser_event_free(L->fyp, ev);
+        return n;
+    }
+    }
+}
+
+/* ---- objects ------------------------------------------------------------- */
+
+static const char *scalar_member(const tly_node *map, const char *key)
+{
+    const tly_node *n = tly_node_get(map, key);
+    return (n && n->type == TLY_N_STRING) ? n->str : NULL;
+}
+
+static void decode_meta(tly_dctx *dx, const tly_node *md, tly_meta *m)
+{
+    size_t mark = tly_dx_push(dx, "metadata");
+    tly_dx_str(dx, md, "uid", &m->uid);
+    tly_dx_kvs(dx, md, "labels", &m->labels);
+    tly_dx_kvs(dx, md, "annotations", &m->annotations);
+    tly_dx_time(dx, md, "creationTimestamp", &m->created);
+    tly_dx_time(dx, md, "deletionTimestamp", &m->deleted);
+    tly_dx_pop(dx, mark);
+}
+
+/* Decodes one object's tree and adds it to the store. */
+static void handle_object(loader *L, const tly_node *root)
+{
+    tly_store *s = L->s;
+    if (root->type == TLY_N_NULL)
+        return;
+    if (root->type != TLY_N_MAP) {
+        load_error(L, root->line, root->col,
+                   "expected a Kubernetes object (a map with apiVersion and kind), got %s",
+                   tly_ntype_name(root->type));
+        return;
+    }
+    const char *api = scalar_member(root, "apiVersion");
+    const char *kind = scalar_member(root, "kind");
+    if (!kind || !api) {
+        load_error(L, root->line, root->col, "object has no %s",
+                   !kind ? "kind" : "apiVersion");
+        return;
+    }
+    const struct kind_entry *ke = find_kind(api, kind);
+    const tly_node *md = tly_node_get(root, "metadata");
+    const char *name = md ? scalar_member(md, "name") : NULL;
+    if (!ke) {
+        tly_diags_add(s->diags, TLY_SEV_NOTE, L->file, root->line, root->col, kind, name, NULL,
+                      "kind %s %s is not one tally reads; skipped", api, kind);
+        return;
+    }
+    tly_dctx dx = {
+        .arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file,
+        .kind = ke->kind, .objname = name,
+    };
+    if (!md || md->type != TLY_N_MAP || !name || !*name) {
+        tly_dx_error(&dx, md ? md : root, md ? "metadata.name" : "metadata",
+                     "required field is missing; the object is skipped");
+        L->errors++;
+        return;
+    }
+    bool namespaced = tly_kind_namespaced(ke->k);
+    const char *ns = NULL;
+    if (namespaced) {
+        ns = scalar_member(md, "namespace");
+        if (!ns || !*ns)
+            ns = "default";  /* what kubectl apply uses without a context namespace */
+    }
+    tly_meta *m = tly_arena_zalloc(s->arena, ke->size);
+    m->kind = (uint8_t)ke->k;
+    m->api_version = tly_arena_strdup(s->arena, api);
+    m->name = tly_arena_strdup(s->arena, name);
+    m->ns = ns ? tly_arena_strdup(s->arena, ns) : NULL;
+    m->created = m->deleted = TLY_NO_TIME;
+    m->src.file = L->file;
+    m->src.line = root->line;
+    m->src.col = root->col;
+    dx.objname = ns ? tly_arena_printf(s->arena, "%s/%s", ns, name) : m->name;
+    decode_meta(&dx, md, m);
+    ke->decode(&dx, root, m);
+    m->errors = dx.errors;
+    L->errors += (int)dx.errors;
+    tly_store_add(s, ke->k, m);
+}
+
+/* ---- documents and files ------------------------------------------------- */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/*
+** Reads one document whose DOCUMENT_START was consumed. Returns false when
+** the parser broke.
+*/
+static bool load_document(loader *L)
+{
+    struct fy_event *ev = next_event(L);
+    if (!ev)
+        return false;
+    if (ev->type == FYET_DOCUMENT_END) {
+        fy_parser_event_free(L->fyp, ev);
+        return true;
+    }
+    tly_arena_reset(L->doc);
+    L->nodes = 0;
+    L->skipping = false;
+    if (ev->type != FYET_MAPPING_START) {
+        tly_node *n = build(L, L->doc, ev, 1);
+        if (!n)
+            return false;
+        handle_object(L, n);
+    } else {
+        /* The top level is built by hand so that `items` can be streamed. */
+        tly_node *top = new_node(L, L->doc, ev, TLY_N_MAP);
+        fy_parser_event_free(L->fyp, ev);
+        tly_node **tail = &top->kids;
+        bool streamed = false;
+        uint32_t items_line = 0;
+        for (;;) {
+            struct fy_event *kev = next_event(L);
+            if (!kev)
+                return false;
+            if (kev->type == FYET_MAPPING_END) {
+                fy_parser_event_free(L->fyp, kev);
+                break;
+            }
+            uint32_t kline, kcol;
+            scalar_mark(L, kev, &kline, &kcol);
+            const char *key = NULL;
+            if (kev->type == FYET_SCALAR) {
+                size_t klen = 0;
+                const char *kt = fy_token_get_text(fy_event_get_token(kev), &klen);
+                key = tly_arena_strndup(L->doc, kt ? kt : "", kt ? klen : 0);
+                fy_parser_event_free(L->fyp, kev);
+            } else {
+                load_error(L, kline, kcol, "map keys must be strings");
+                if (!build(L, L->doc, kev, 2))
+                    return false;
+            }
+            struct fy_event *vev = next_event(L);
+            if (!vev)
+                return false;
+            if (key && strcmp(key, "items") == 0 && vev->type == FYET_SEQUENCE_START) {
+                streamed = true;
+                items_line = kline;
+                fy_parser_event_free(L->fyp, vev);
+                for (;;) {
+                    struct fy_event *e = next_event(L);
+                    if (!e)
+                        return false;
+                    if (e->type == FYET_SEQUENCE_END) {
+                        fy_parser_event_free(L->fyp, e);
+                        break;
+                    }
+                    tly_arena_reset(L->obj);
+                    L->nodes = 0;
+                    L->skipping = false;
+                    tly_node *item = build(L, L->obj, e, 2);
+                    if (!item)
+                        return false;
+                    handle_object(L, item);
+                }
+                tly_arena_reset(L->obj);
+                continue;
+            }
+            tly_node *v = build(L, L->doc, vev, 2);
+            if (!v)
+                return false;
+            if (!key)
+                continue;
+            v->key = key;
+            v->kline = kline;
+            v->kcol = kcol;
+            *tail = v;
+            tail = &v->next;
+            top->nkids++;
+        }
+        const char *kind = scalar_member(top, "kind");
+        if (!streamed) {
+            handle_object(L, top);
+        } else if (kind && !ends_with(kind, "List")) {
+            load_error(L, items_line, 1,
+                       "a %s with an `items` list: only List kinds hold items", kind);
+        }
+    }
+    ev = next_event(L);
+    if (!ev)
+        return false;
+    fy_parser_event_free(L->fyp, ev);  /* DOCUMENT_END */
+    return true;
+}
+
+static void diag_sink(struct fy_diag *diag, void *user, const char *buf, size_t len)
+{
+    (void)diag, (void)user, (void)buf, (void)len;
+}
+
+/* Records libfyaml's collected errors; returns the line of the first (1-based, window-relative). */
+static uint32_t report_parse_errors(loader *L)
+{
+    uint32_t first = 0;
+    void *iter = NULL;
+    struct fy_diag_error *err;
+    bool any = false;
+    while ((err = fy_diag_errors_iterate(L->fyd, &iter)) != NULL) {
+        if (err->type < FYET_ERROR)
+            continue;
+        uint32_t line = (uint32_t)(err->line + 1);
+        if (!any)
+            first = line;
+        if (!any)
+            load_error(L, line + L->line_off, (uint32_t)err->column + 1, "syntax error: %s",
+                       err->msg ? err->msg : "malformed input");
+        any = true;
+    }
+    if (!any)
+        load_error(L, L->line_off + 1, 1, "syntax error: the input could not be parsed");
+    return first;
+}
+
+/*
+** Parses buf[0..len) as a stream of documents. On a syntax error in YAML it
+** reports it and resumes after the next line that starts a document ("---").
+*/
+static void load_buffer(loader *L, const char *buf, size_t len, bool json)
+{
+    size_t off = 0;
+    L->line_off = 0;
+    while (off <= len) {
+        struct fy_diag_cfg dcfg;
+        fy_diag_cfg_default(&dcfg);
+        dcfg.fp = NULL;
+        dcfg.output_fn = diag_sink;
+        dcfg.level = FYET_ERROR;
+        L->fyd = fy_diag_create(&dcfg);
+        if (!L->fyd)
+            tly_oom();
+        fy_diag_set_collect_errors(L->fyd, true);
+        struct fy_parse_cfg cfg = {
+            .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_DISABLE_RECYCLING |
+                     (json ? FYPCF_JSON_FORCE : FYPCF_JSON_NONE),
+            .diag = L->fyd,
+        };
+        L->fyp = fy_parser_create(&cfg);
+        if (!L->fyp)
+            tly_oom();
+        L->broken = false;
+        L->doc_line = 0;
+        fy_parser_set_string(L->fyp, buf + off, len - off);
+        for (;;) {
+            struct fy_event *ev = next_event(L);
+            if (!ev)
+                break;
+            int t = ev->type;
+            if (t == FYET_DOCUMENT_START) {
+                const struct fy_mark *m = fy_event_start_mark(ev);
+                L->doc_line = m ? (uint32_t)m->line + 1 : 1;
+            }
+            fy_parser_event_free(L->fyp, ev);
+            if (t == FYET_STREAM_END)
+                break;
+            if (t == FYET_DOCUMENT_START && !load_document(L))
+                break;
+        }
+        size_t resume = len + 1;
+        if (L->broken && fy_parser_get_stream_error(L->fyp)) {
+            uint32_t eline = report_parse_errors(L);
+            /* Resume at the first document marker after the start of the
+               broken document (the error itself may be reported past a
+               "---" that sat inside an unclosed flow collection). */
+            uint32_t from = L->doc_line ? L->doc_line : eline;
+            if (!json && from > 0) {
+                size_t p = off;
+                for (uint32_t l = 1; l < from && p < len; p++)
+                    if (buf[p] == '\n')
+                        l++;
+                uint32_t skipped = from - 1;
+                while (p < len) {
+                    const char *nl = memchr(buf + p, '\n', len - p);
+                    if (!nl)
+                        break;
+                    p = (size_t)(nl - buf) + 1;
+                    skipped++;
+                    if (len - p >= 3 && memcmp(buf + p, "---", 3) == 0 &&
+                        (len - p == 3 || buf[p + 3] == '\n' || buf[p + 3] == ' ' ||
+                         buf[p + 3] == '\r')) {
+                        resume = p;
+                        break;
+                    }
+                }
+                if (resume <= len)
+                    L->line_off += skipped;
+            }
+        }
+        fy_parser_destroy(L->fyp);
+        fy_diag_destroy(L->fyd);
+        L->fyp = NULL;
+        L->fyd = NULL;
+        if (resume > len)
+            break;
+        off = resume;
+    }
+}
+
+static int load_named_buffer(tly_store *s, const char *name, const char *buf, size_t len)
+{
+    loader L = {
+        .s = s,
+        .file = tly_arena_strdup(s->arena, name),
+        .doc = tly_arena_create(16 * 1024),
+        .obj = tly_arena_create(64 * 1024),
+    };
+    load_buffer(&L, buf, len, ends_with(name, ".json"));
+    tly_arena_destroy(L.doc);
+    tly_arena_destroy(L.obj);
+    return L.errors;
+}
+
+int tly_store_load_string(tly_store *s, const char *name, const char *text, size_t len)
+{
+    return load_named_buffer(s, name, text, len);
+}
+
+static int load_file(tly_store *s, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
+                      "cannot read: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return 0;
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
+                      "cannot read: %s", strerror(errno));
+        return 1;
+    }
+    madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+    int errors = load_named_buffer(s, path, map, (size_t)st.st_size);
+    munmap(map, (size_t)st.st_size);
+    return errors;
+}
+
+static bool wanted_file(const char *name)
+{
+    return ends_with(name, ".yaml") || ends_with(name, ".yml") || ends_with(name, ".json");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Collects the input files below dir (recursively) into *files. */
+static void collect(tly_store *s, const char *dir, char ***files, size_t *n, size_t *cap, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        tly_diags_add(s->diags, TLY_SEV_ERROR, dir, 0, 0, NULL, NULL, NULL,
+                      "cannot read directory: %s", strerror(errno));
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        char *path = tly_xmalloc(len);
+        snprintf(path, len, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/", e->d_name);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (depth < 32)
+                collect(s, path, files, n, cap, depth + 1);
+            free(path);
+        } else if (wanted_file(e->d_name)) {
+            if (*n == *cap) {
+                *cap = *cap ? *cap * 2 : 16;
+                *files = tly_xrealloc(*files, *cap * sizeof **files);
+            }
+            (*files)[(*n)++] = path;
+        } else {
+            free(path);
+        }
+    }
+    closedir(d);
+}
+
+int tly_store_load_path(tly_store *s, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
+                      "cannot read: %s", strerror(errno));
+        return 1;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return load_file(s, path);
+    char **files = NULL;
+    size_t n = 0, cap = 0;
+    collect(s, path, &files, &n, &cap, 0);
+    qsort(files, n, sizeof *files, cmp_str);
+    int errors = 0;
+    for (size_t i = 0; i < n; i++) {
+        errors += load_file(s, files[i]);
+        free(files[i]);
+    }
+    free(files);
+    return errors;
+}

@@ -1,0 +1,325 @@
+/*
+** resource.c: the resource-name interner and resource lists (resource.h).
+**
+** The interner is an open-addressing hash table (FNV-1a, linear probing)
+** over an array of names; an id is the name's index in that array, so ids
+** are dense and stable for the life of the table. Clusters name few
+** resources (tens, not thousands), so the table stays tiny and hot.
+*/
+#include "tally/resource.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/error.h"
+
+struct tly_names {
+    char **str;         /* id -> name */
+    uint32_t *len;
+    uint32_t n, cap;
+    uint32_t *slots;    /* hash slot -> id + 1 (0 = empty) */
+    uint32_t nslots;    /* power of two */
+};
+
+static uint32_t hash_bytes(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static void names_rehash(tly_names *t, uint32_t nslots)
+{
+    free(t->slots);
+    t->slots = tly_xcalloc(nslots, sizeof *t->slots);
+    t->nslots = nslots;
+    for (uint32_t id = 0; id < t->n; id++) {
+        uint32_t h = hash_bytes(t->str[id], t->len[id]) & (nslots - 1);
+        while (t->slots[h])
+            h = (h + 1) & (nslots - 1);
+        t->slots[h] = id + 1;
+    }
+}
+
+tly_names *tly_names_create(void)
+{
+    static const char *const fixed[TLY_R_FIXED_COUNT] = {
+        [TLY_R_CPU] = "cpu",
+        [TLY_R_MEMORY] = "memory",
+        [TLY_R_PODS] = "pods",
+        [TLY_R_EPHEMERAL_STORAGE] = "ephemeral-storage",
+        [TLY_R_NVIDIA_GPU] = "nvidia.com/gpu",
+        [TLY_R_AMD_GPU] = "amd.com/gpu",
+        [TLY_R_RUNS] = "runs",
+    };
+    tly_names *t = tly_xcalloc(1, sizeof *t);
+    names_rehash(t, 64);
+    for (int i = 0; i < TLY_R_FIXED_COUNT; i++)
+        tly_names_intern(t, fixed[i], strlen(fixed[i]));
+    return t;
+}
+
+void tly_names_destroy(tly_names *t)
+{
+    if (!t)
+        return;
+    for (uint32_t i = 0; i < t->n; i++)
+        free(t->str[i]);
+    free(t->str);
+    free(t->len);
+    free(t->slots);
+    free(t);
+}
+
+uint32_t tly_names_find(const tly_names *t, const char *s, size_t len)
+{
+    uint32_t h = hash_bytes(s, len) & (t->nslots - 1);
+    while (t->slots[h]) {
+        uint32_t id = t->slots[h] - 1;
+        if (t->len[id] == len && memcmp(t->str[id], s, len) == 0)
+            return id;
+        h = (h + 1) & (t->nslots - 1);
+    }
+    return TLY_NAME_NONE;
+}
+
+uint32_t tly_names_intern(tly_names *t, const char *s, size_t len)
+{
+    uint32_t id = tly_names_find(t, s, len);
+    if (id != TLY_NAME_NONE)
+        return id;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 32;
+        t->str = tly_xrealloc(t->str, t->cap * sizeof *t->str);
+        t->len = tly_xrealloc(t->len, t->cap * sizeof *t->len);
+    }
+    id = t->n++;
+    t->str[id] = tly_xmalloc(len + 1);
+    memcpy(t->str[id], s, len);
+    t->str[id][len] = '\0';
+    t->len[id] = (uint32_t)len;
+    if (t->n * 2 > t->nslots)
+        names_rehash(t, t->nslots * 2);
+    else {
+        uint32_t h = hash_bytes(s, len) & (t->nslots - 1);
+        while (t->slots[h])
+            h = (h + 1) & (t->nslots - 1);
+        t->slots[h] = id + 1;
+    }
+    return id;
+}
+
+const char *tly_names_str(const tly_names *t, uint32_t id)
+{
+    return id < t->n ? t->str[id] : NULL;
+}
+
+uint32_t tly_names_count(const tly_names *t) { return t->n; }
+
+/* ---- sparse lists -------------------------------------------------------- */
+
+tly_qty tly_rlist_get(const tly_rlist *l, uint32_t id, bool *found)
+{
+    uint32_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (l->v[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < l->n && l->v[lo].id == id) {
+        if (found)
+            *found = true;
+        return l->v[lo].q;
+    }
+    if (found)
+        *found = false;
+    return (tly_qty){0, TLY_QFMT_DECIMAL_SI};
+}
+
+void tly_rlist_set(tly_rlist *l, tly_arena *a, uint32_t id, tly_qty q)
+{
+    uint32_t i = 0;
+    while (i < l->n && l->v[i].id < id)
+        i++;
+    if (i < l->n && l->v[i].id == id) {
+        l->v[i].q = q;
+        return;
+    }
+    /* Lists are small and built once; copying keeps arena use simple. */
+    tly_rq *nv = tly_arena_alloc(a, (l->n + 1) * sizeof *nv);
+    if (i)
+        memcpy(nv, l->v, i * sizeof *nv);
+    nv[i].id = id;
+    nv[i].q = q;
+    if (l->n > i)
+        memcpy(nv + i + 1, l->v + i, (l->n - i) * sizeof *nv);
+    l->v = nv;
+    l->n++;
+}
+
+/* Merges a and b id by id; op 0 add, 1 sub, 2 max. */
+static int rlist_merge(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out, int op)
+{
+    tly_rq *v = tly_arena_alloc(ar, (a->n + b->n) * sizeof *v + 1);
+    uint32_t i = 0, j = 0, n = 0;
+    const tly_qty zero = {0, TLY_QFMT_DECIMAL_SI};
+    while (i < a->n || j < b->n) {
+        uint32_t id;
+        tly_qty x = zero, y = zero;
+        if (j >= b->n || (i < a->n && a->v[i].id < b->v[j].id)) {
+            id = a->v[i].id;
+            x = a->v[i++].q;
+        } else if (i >= a->n || b->v[j].id < a->v[i].id) {
+            id = b->v[j].id;
+            y = b->v[j++].q;
+        } else {
+            id = a->v[i].id;
+            x = a->v[i++].q;
+            y = b->v[j++].q;
+        }
+        tly_qty r;
+        if (op == 0) {
+            if (tly_qty_add(x, y, &r) != TLY_OK)
+                return TLY_ERANGE;
+        } else if (op == 1) {
+            if (tly_qty_sub(x, y, &r) != TLY_OK)
+                return TLY_ERANGE;
+        } else {
+            r = tly_qty_cmp(x, y) >= 0 ? x : y;
+        }
+        v[n].id = id;
+        v[n].q = r;
+        n++;
+    }
+    out->v = v;
+    out->n = n;
+    return TLY_OK;
+}
+
+int tly_rlist_add(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out)
+{
+    return rlist_merge(a, b, ar, out, 0);
+}
+
+int tly_rlist_sub(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out)
+{
+    return rlist_merge(a, b, ar, out, 1);
+}
+
+void tly_rlist_max(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out)
+{
+    (void)rlist_merge(a, b, ar, out, 2);
+}
+
+void tly_rlist_compact(tly_rlist *l)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < l->n; i++)
+        if (!tly_qty_is_zero(l->v[i].q))
+            l->v[n++] = l->v[i];
+    l->n = n;
+}
+
+bool tly_rlist_equal(const tly_rlist *a, const tly_rlist *b)
+{
+    for (uint32_t i = 0; i < a->n; i++)
+        if (tly_qty_cmp(a->v[i].q, tly_rlist_get(b, a->v[i].id, NULL)) != 0)
+            return false;
+    for (uint32_t i = 0; i < b->n; i++)
+        if (tly_qty_cmp(b->v[i].q, tly_rlist_get(a, b->v[i].id, NULL)) != 0)
+            return false;
+    return true;
+}
+
+/* ---- dense vectors ------------------------------------------------------- */
+
+void tly_rvec_init(tly_rvec *v) { memset(v, 0, sizeof *v); }
+
+void tly_rvec_free(tly_rvec *v)
+{
+    free(v->v);
+    memset(v, 0, sizeof *v);
+}
+
+void tly_rvec_clear(tly_rvec *v)
+{
+    if (v->n)
+        memset(v->v, 0, v->n * sizeof *v->v);
+    v->n = 0;
+}
+
+static void rvec_grow(tly_rvec *v, uint32_t need)
+{
+    if (need <= v->n)
+        return;
+    if (need > v->cap) {
+        uint32_t cap = v->cap ? v->cap : 8;
+        while (cap < need)
+            cap *= 2;
+        v->v = tly_xrealloc(v->v, cap * sizeof *v->v);
+        v->cap = cap;
+    }
+    memset(v->v + v->n, 0, (need - v->n) * sizeof *v->v);
+    v->n = need;
+}
+
+tly_qty tly_rvec_get(const tly_rvec *v, uint32_t id)
+{
+    if (id < v->n)
+        return v->v[id];
+    return (tly_qty){0, TLY_QFMT_DECIMAL_SI};
+}
+
+void tly_rvec_set(tly_rvec *v, uint32_t id, tly_qty q)
+{
+    rvec_grow(v, id + 1);
+    v->v[id] = q;
+}
+
+static int rvec_apply(tly_rvec *v, const tly_rlist *l, bool sub)
+{
+    /* Check every entry first so a failure leaves v unchanged. */
+    for (uint32_t i = 0; i < l->n; i++) {
+        tly_qty r;
+        int rc = sub ? tly_qty_sub(tly_rvec_get(v, l->v[i].id), l->v[i].q, &r)
+                     : tly_qty_add(tly_rvec_get(v, l->v[i].id), l->v[i].q, &r);
+        if (rc != TLY_OK)
+            return TLY_ERANGE;
+    }
+    for (uint32_t i = 0; i < l->n; i++) {
+        tly_qty r;
+        uint32_t id = l->v[i].id;
+        if (sub)
+            tly_qty_sub(tly_rvec_get(v, id), l->v[i].q, &r);
+        else
+            tly_qty_add(tly_rvec_get(v, id), l->v[i].q, &r);
+        tly_rvec_set(v, id, r);
+    }
+    return TLY_OK;
+}
+
+int tly_rvec_add_list(tly_rvec *v, const tly_rlist *l) { return rvec_apply(v, l, false); }
+int tly_rvec_sub_list(tly_rvec *v, const tly_rlist *l) { return rvec_apply(v, l, true); }
+
+bool tly_rvec_fits(const tly_rvec *usage, const tly_rlist *request,
+                   const tly_rlist *capacity, uint32_t *bad)
+{
+    for (uint32_t i = 0; i < request->n; i++) {
+        const tly_rq *r = &request->v[i];
+        if (tly_qty_sign(r->q) <= 0)
+            continue;
+        tly_qty total;
+        if (tly_qty_add(tly_rvec_get(usage, r->id), r->q, &total) != TLY_OK ||
+            tly_qty_cmp(total, tly_rlist_get(capacity, r->id, NULL)) > 0) {
+            if (bad)
+                *bad = r->id;
+            return false;
+        }
+    }
+    return true;
+}

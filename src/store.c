@@ -1,0 +1,301 @@
+/*
+** store.c: the cluster state store's bookkeeping (store.h): adding decoded
+** objects, resolving duplicates, sorting, and the indexes the engines use.
+**
+** Objects are appended per kind while loading. A (kind, namespace, name)
+** seen before replaces the earlier object in place (the later definition
+** wins, as with kubectl apply) and leaves a warning. tly_store_finish()
+** sorts each kind by (namespace, name), which is the order every output
+** uses, and builds sorted indexes (pods by node, Runs by runtime, Runtime
+** Pods by runtime, tally's pods by queue) looked up by binary search.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+#include "tally/error.h"
+
+#define DEFAULT_SCHEDULER "kai-scheduler"
+#define DEFAULT_QUEUE_LABEL "kai.scheduler/queue"
+#define DEFAULT_QUEUE "default-queue"
+
+tly_store *tly_store_create(void)
+{
+    tly_store *s = tly_xcalloc(1, sizeof *s);
+    s->arena = tly_arena_create(1 << 20);
+    s->names = tly_names_create();
+    s->diags = tly_diags_create();
+    tly_strmap_init(&s->byname);
+    return s;
+}
+
+static void index_free(tly_index *ix)
+{
+    free(ix->v);
+    free(ix->keys);
+    memset(ix, 0, sizeof *ix);
+}
+
+void tly_store_destroy(tly_store *s)
+{
+    if (!s)
+        return;
+    for (int k = 0; k < TLY_K_COUNT; k++)
+        free(s->kinds[k].v);
+    tly_strmap_free(&s->byname);
+    index_free(&s->pods_by_node);
+    index_free(&s->runs_by_runtime);
+    index_free(&s->runtime_pods);
+    index_free(&s->pods_by_queue);
+    tly_names_destroy(s->names);
+    tly_diags_destroy(s->diags);
+    tly_arena_destroy(s->arena);
+    free(s);
+}
+
+tly_names *tly_store_names(tly_store *s) { return s->names; }
+tly_diags *tly_store_diags(tly_store *s) { return s->diags; }
+tly_arena *tly_store_arena(tly_store *s) { return s->arena; }
+
+static char *object_key(tly_arena *a, int kind, const char *ns, const char *name)
+{
+    return tly_arena_printf(a, "%d\x1f%s\x1f%s", kind, ns ? ns : "", name);
+}
+
+void tly_store_add(tly_store *s, int kind, tly_meta *obj)
+{
+    tly_objvec *v = &s->kinds[kind];
+    char *key = object_key(s->arena, kind, obj->ns, obj->name);
+    uintptr_t prev = (uintptr_t)tly_strmap_get(&s->byname, key, strlen(key));
+    if (prev) {
+        tly_meta *old = v->v[prev - 1];
+        tly_diags_add(s->diags, TLY_SEV_WARNING, obj->src.file, obj->src.line, obj->src.col,
+                      tly_kind_name(kind),
+                      obj->ns ? tly_arena_printf(s->arena, "%s/%s", obj->ns, obj->name) : obj->name,
+                      NULL, "defined twice; this definition replaces the one at %s:%u",
+                      old->src.file, old->src.line);
+        v->v[prev - 1] = obj;
+        return;
+    }
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 16;
+        v->v = tly_xrealloc(v->v, v->cap * sizeof *v->v);
+    }
+    v->v[v->n++] = obj;
+    tly_strmap_put(&s->byname, key, strlen(key), (void *)(uintptr_t)v->n);
+    if (kind == TLY_K_CONFIG)
+        s->config = (const tly_config *)obj;
+}
+
+static int cmp_meta(const void *pa, const void *pb)
+{
+    const tly_meta *a = *(tly_meta *const *)pa, *b = *(tly_meta *const *)pb;
+    int c = strcmp(a->ns ? a->ns : "", b->ns ? b->ns : "");
+    return c ? c : strcmp(a->name, b->name);
+}
+
+typedef struct {
+    const char *key;
+    void *obj;
+} entry;
+
+/* Index entries sort by key, then by (namespace, name) of the object. */
+static int cmp_entry(const void *pa, const void *pb)
+{
+    const entry *a = pa, *b = pb;
+    int c = strcmp(a->key, b->key);
+    return c ? c : cmp_meta(&a->obj, &b->obj);
+}
+
+static void index_build(tly_index *ix, entry *e, uint32_t n)
+{
+    qsort(e, n, sizeof *e, cmp_entry);
+    ix->v = tly_xmalloc((n + 1) * sizeof *ix->v);
+    ix->keys = tly_xmalloc((n + 1) * sizeof *ix->keys);
+    for (uint32_t i = 0; i < n; i++) {
+        ix->v[i] = e[i].obj;
+        ix->keys[i] = e[i].key;
+    }
+    ix->n = n;
+}
+
+static void *const *index_range(const tly_index *ix, const char *key, uint32_t *n)
+{
+    uint32_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ix->keys[mid], key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t end = lo;
+    while (end < ix->n && strcmp(ix->keys[end], key) == 0)
+        end++;
+    *n = end - lo;
+    return ix->v ? ix->v + lo : NULL;
+}
+
+void tly_store_finish(tly_store *s)
+{
+    for (int k = 0; k < TLY_K_COUNT; k++) {
+        tly_objvec *v = &s->kinds[k];
+        if (v->n < 2)
+            continue;
+        qsort(v->v, v->n, sizeof(void *), cmp_meta);
+        /* The name map holds positions: point it at the sorted ones. */
+        for (uint32_t i = 0; i < v->n; i++) {
+            tly_meta *m = v->v[i];
+            char buf[512];
+            int len = snprintf(buf, sizeof buf, "%d\x1f%s\x1f%s", k, m->ns ? m->ns : "", m->name);
+            if (len < 0 || (size_t)len >= sizeof buf) {
+                char *key = object_key(s->arena, k, m->ns, m->name);
+                tly_strmap_put(&s->byname, key, strlen(key), (void *)(uintptr_t)(i + 1));
+            } else {
+                /* The map keeps its original key pointer; only the value changes. */
+                tly_strmap_put(&s->byname, buf, (size_t)len, (void *)(uintptr_t)(i + 1));
+            }
+        }
+    }
+    if (s->kinds[TLY_K_CONFIG].n)
+        s->config = s->kinds[TLY_K_CONFIG].v[0];
+    s->queue_label_key = (s->config && s->config->queue_label_key && *s->config->queue_label_key)
+                             ? s->config->queue_label_key
+                             : DEFAULT_QUEUE_LABEL;
+
+    uint32_t npods = s->kinds[TLY_K_POD].n, nruns = s->kinds[TLY_K_RUN].n;
+    entry *e = tly_xmalloc((npods + nruns + 1) * sizeof *e);
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < npods; i++) {
+        tly_pod *p = s->kinds[TLY_K_POD].v[i];
+        if (p->node_name)
+            e[n++] = (entry){p->node_name, p};
+    }
+    index_build(&s->pods_by_node, e, n);
+
+    n = 0;
+    for (uint32_t i = 0; i < nruns; i++) {
+        tly_run *r = s->kinds[TLY_K_RUN].v[i];
+        if (r->runtime)
+            e[n++] = (entry){tly_arena_printf(s->arena, "%s\x1f%s", r->meta.ns, r->runtime), r};
+    }
+    index_build(&s->runs_by_runtime, e, n);
+
+    n = 0;
+    for (uint32_t i = 0; i < npods; i++) {
+        tly_pod *p = s->kinds[TLY_K_POD].v[i];
+        const char *rt = tly_kvs_get(&p->meta.labels, "runtime");
+        if (rt)
+            e[n++] = (entry){tly_arena_printf(s->arena, "%s\x1f%s", p->meta.ns, rt), p};
+    }
+    index_build(&s->runtime_pods, e, n);
+
+    s->finished = true;
+    n = 0;
+    for (uint32_t i = 0; i < npods; i++) {
+        tly_pod *p = s->kinds[TLY_K_POD].v[i];
+        if (tly_store_is_tally_pod(s, p))
+            e[n++] = (entry){tly_store_pod_queue(s, p, NULL), p};
+    }
+    index_build(&s->pods_by_queue, e, n);
+    free(e);
+}
+
+uint32_t tly_store_count(const tly_store *s, int kind)
+{
+    return (kind >= 0 && kind < TLY_K_COUNT) ? s->kinds[kind].n : 0;
+}
+
+void *tly_store_at(const tly_store *s, int kind, uint32_t i)
+{
+    return (kind >= 0 && kind < TLY_K_COUNT && i < s->kinds[kind].n) ? s->kinds[kind].v[i] : NULL;
+}
+
+void *tly_store_find(const tly_store *s, int kind, const char *ns, const char *name)
+{
+    if (kind < 0 || kind >= TLY_K_COUNT || !name)
+        return NULL;
+    if (!tly_kind_namespaced(kind))
+        ns = NULL;
+    char buf[512];
+    int len = snprintf(buf, sizeof buf, "%d\x1f%s\x1f%s", kind, ns ? ns : "", name);
+    if (len < 0 || (size_t)len >= sizeof buf)
+        return NULL;
+    uintptr_t idx = (uintptr_t)tly_strmap_get(&s->byname, buf, (size_t)len);
+    return idx ? s->kinds[kind].v[idx - 1] : NULL;
+}
+
+tly_pod *const *tly_store_pods_on_node(const tly_store *s, const char *node, uint32_t *n)
+{
+    return (tly_pod *const *)index_range(&s->pods_by_node, node, n);
+}
+
+static void *const *ns_range(const tly_index *ix, const char *ns, const char *name, uint32_t *n)
+{
+    char buf[512];
+    int len = snprintf(buf, sizeof buf, "%s\x1f%s", ns ? ns : "", name);
+    if (len < 0 || (size_t)len >= sizeof buf) {
+        *n = 0;
+        return NULL;
+    }
+    return index_range(ix, buf, n);
+}
+
+tly_run *const *tly_store_runs_of_runtime(const tly_store *s, const char *ns,
+                                          const char *runtime, uint32_t *n)
+{
+    return (tly_run *const *)ns_range(&s->runs_by_runtime, ns, runtime, n);
+}
+
+tly_pod *const *tly_store_runtime_pods(const tly_store *s, const char *ns,
+                                       const char *runtime, uint32_t *n)
+{
+    return (tly_pod *const *)ns_range(&s->runtime_pods, ns, runtime, n);
+}
+
+const tly_config *tly_store_config(const tly_store *s) { return s->config; }
+
+const char *tly_store_scheduler_name(const tly_store *s)
+{
+    if (s->scheduler_name)
+        return s->scheduler_name;
+    if (s->config && s->config->scheduler_name && *s->config->scheduler_name)
+        return s->config->scheduler_name;
+    return DEFAULT_SCHEDULER;
+}
+
+void tly_store_set_scheduler_name(tly_store *s, const char *name)
+{
+    s->scheduler_name = name ? tly_arena_strdup(s->arena, name) : NULL;
+}
+
+const char *tly_store_queue_label_key(const tly_store *s)
+{
+    return s->queue_label_key ? s->queue_label_key : DEFAULT_QUEUE_LABEL;
+}
+
+bool tly_store_is_tally_pod(const tly_store *s, const tly_pod *p)
+{
+    return p->scheduler_name && strcmp(p->scheduler_name, tly_store_scheduler_name(s)) == 0;
+}
+
+const char *tly_store_pod_queue(const tly_store *s, const tly_pod *p, const tly_podgroup **pg)
+{
+    const char *pgname = tly_kvs_get(&p->meta.annotations, "pod-group-name");
+    const tly_podgroup *g = pgname ? tly_store_find(s, TLY_K_PODGROUP, p->meta.ns, pgname) : NULL;
+    if (pg)
+        *pg = g;
+    if (g && g->queue && *g->queue)
+        return g->queue;
+    const char *label = tly_kvs_get(&p->meta.labels, tly_store_queue_label_key(s));
+    if (label && *label)
+        return label;
+    return DEFAULT_QUEUE;
+}
+
+tly_pod *const *tly_store_pods_in_queue(const tly_store *s, const char *queue, uint32_t *n)
+{
+    return (tly_pod *const *)index_range(&s->pods_by_queue, queue, n);
+}

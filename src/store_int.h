@@ -1,0 +1,43 @@
+/*
+** store_int.h: the state store's internals, shared by load.c (reading
+** objects in) and store.c (indexing and lookups). Nothing outside those two
+** files includes it.
+*/
+#ifndef TALLY_STORE_INT_H
+#define TALLY_STORE_INT_H
+
+#include "strmap.h"
+#include "tally/store.h"
+
+typedef struct {
+    void **v;
+    uint32_t n, cap;
+} tly_objvec;
+
+/* A sorted index: objects ordered by a key, looked up by binary search. */
+typedef struct {
+    void **v;
+    const char **keys;   /* keys[i] is v[i]'s key */
+    uint32_t n;
+} tly_index;
+
+struct tly_store {
+    tly_arena *arena;             /* every decoded object and string */
+    tly_names *names;
+    tly_diags *diags;
+    tly_objvec kinds[TLY_K_COUNT];
+    tly_strmap byname;            /* "kind\x1fns\x1fname" -> index + 1 in kinds[kind] */
+    const char *scheduler_name;   /* flag override, or NULL */
+    const char *queue_label_key;
+    const tly_config *config;
+    bool finished;
+    tly_index pods_by_node;
+    tly_index runs_by_runtime;    /* key "ns\x1fruntime" */
+    tly_index runtime_pods;       /* key "ns\x1fruntime" */
+    tly_index pods_by_queue;
+};
+
+/* Adds a decoded object (load.c calls it); handles duplicates. */
+void tly_store_add(tly_store *s, int kind, tly_meta *obj);
+
+#endif

@@ -1,0 +1,271 @@
+/*
+** test_store.c: loading inputs into the state store, as contract section 2
+** describes them: files, multi-document YAML, Lists, JSON, directories,
+** duplicates, unknown kinds, and broken input that must not stop the rest.
+*/
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tally/objects.h"
+
+static const char *two_docs =
+    "apiVersion: v1\n"
+    "kind: Namespace\n"
+    "metadata:\n"
+    "  name: team-a\n"
+    "---\n"
+    "apiVersion: v1\n"
+    "kind: Namespace\n"
+    "metadata:\n"
+    "  name: team-b\n";
+
+static void test_multi_document_yaml_loads_every_document(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("ns.yaml", two_docs);
+    assert_int_equal(tly_store_count(s, TLY_K_NAMESPACE), 2);
+    assert_non_null(tly_store_find(s, TLY_K_NAMESPACE, NULL, "team-a"));
+    assert_non_null(tly_store_find(s, TLY_K_NAMESPACE, NULL, "team-b"));
+    assert_int_equal(tly_diags_count(tly_store_diags(s)), 0);
+    tly_store_destroy(s);
+}
+
+static void test_list_items_are_objects(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("list.yaml",
+                             "apiVersion: v1\n"
+                             "kind: List\n"
+                             "items:\n"
+                             "- apiVersion: v1\n"
+                             "  kind: Namespace\n"
+                             "  metadata: {name: b}\n"
+                             "- apiVersion: v1\n"
+                             "  kind: Namespace\n"
+                             "  metadata: {name: a}\n"
+                             "metadata:\n"
+                             "  resourceVersion: \"\"\n");
+    assert_int_equal(tly_store_count(s, TLY_K_NAMESPACE), 2);
+    /* Sorted by name once finished, whatever the input order. */
+    tly_namespace *first = tly_store_at(s, TLY_K_NAMESPACE, 0);
+    assert_string_equal(first->meta.name, "a");
+    assert_int_equal(first->meta.src.line, 7);
+    assert_int_equal(first->meta.src.col, 3);
+    tly_store_destroy(s);
+}
+
+static void test_json_list_as_kubectl_prints_it(void **state)
+{
+    (void)state;
+    /* kubectl puts "items" before "kind": the list is recognised anyway. */
+    tly_store *s = load_text("pods.json",
+                             "{\n"
+                             "  \"apiVersion\": \"v1\",\n"
+                             "  \"items\": [\n"
+                             "    {\"apiVersion\": \"v1\", \"kind\": \"Namespace\",\n"
+                             "     \"metadata\": {\"name\": \"x\", \"creationTimestamp\": "
+                             "\"2026-11-20T10:00:00Z\"}}\n"
+                             "  ],\n"
+                             "  \"kind\": \"List\",\n"
+                             "  \"metadata\": {\"resourceVersion\": \"\"}\n"
+                             "}\n");
+    assert_int_equal(tly_store_count(s, TLY_K_NAMESPACE), 1);
+    tly_namespace *ns = tly_store_at(s, TLY_K_NAMESPACE, 0);
+    assert_int_equal(ns->meta.created, 1795168800);
+    assert_int_equal(tly_diags_count(tly_store_diags(s)), 0);
+    tly_store_destroy(s);
+}
+
+static void test_unknown_kind_is_a_note_not_an_error(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("deploy.yaml",
+                             "apiVersion: apps/v1\n"
+                             "kind: Deployment\n"
+                             "metadata: {name: web}\n");
+    tly_diags *d = tly_store_diags(s);
+    assert_int_equal(tly_diags_count(d), 1);
+    assert_int_equal(tly_diags_get(d, 0)->sev, TLY_SEV_NOTE);
+    assert_non_null(strstr(tly_diags_get(d, 0)->msg, "apps/v1 Deployment"));
+    tly_store_destroy(s);
+}
+
+static void test_same_object_twice_later_wins_with_warning(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("dup.yaml",
+                             "apiVersion: scheduling.k8s.io/v1\n"
+                             "kind: PriorityClass\n"
+                             "metadata: {name: train}\n"
+                             "value: 50\n"
+                             "---\n"
+                             "apiVersion: scheduling.k8s.io/v1\n"
+                             "kind: PriorityClass\n"
+                             "metadata: {name: train}\n"
+                             "value: 60\n");
+    assert_int_equal(tly_store_count(s, TLY_K_PRIORITY_CLASS), 1);
+    tly_priority_class *pc = tly_store_find(s, TLY_K_PRIORITY_CLASS, NULL, "train");
+    assert_int_equal(pc->value, 60);
+    const tly_diag *g = find_diag(s, "defined twice");
+    assert_non_null(g);
+    assert_int_equal(g->sev, TLY_SEV_WARNING);
+    assert_int_equal(g->line, 6);
+    tly_store_destroy(s);
+}
+
+static void test_syntax_error_reports_position_and_next_document_loads(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("broken.yaml",
+                             "apiVersion: v1\n"
+                             "kind: Namespace\n"
+                             "metadata: {name: good-1}\n"
+                             "---\n"
+                             "apiVersion: v1\n"
+                             "kind: Namespace\n"
+                             "metadata: {name: [unclosed\n"
+                             "---\n"
+                             "apiVersion: v1\n"
+                             "kind: Namespace\n"
+                             "metadata: {name: good-2}\n");
+    assert_non_null(tly_store_find(s, TLY_K_NAMESPACE, NULL, "good-1"));
+    assert_non_null(tly_store_find(s, TLY_K_NAMESPACE, NULL, "good-2"));
+    tly_diags *d = tly_store_diags(s);
+    assert_int_equal(tly_diags_count_sev(d, TLY_SEV_ERROR), 1);
+    const tly_diag *g = find_diag(s, "syntax error");
+    assert_non_null(g);
+    /* The parser notices the unclosed "[" where the next document's first
+       key appears inside it: line 9, column 2. */
+    assert_int_equal(g->line, 9);
+    assert_int_equal(g->col, 2);
+    tly_store_destroy(s);
+}
+
+static void test_missing_name_skips_object_with_error(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("noname.yaml",
+                             "apiVersion: v1\n"
+                             "kind: Namespace\n"
+                             "metadata:\n"
+                             "  labels: {a: b}\n");
+    assert_int_equal(tly_store_count(s, TLY_K_NAMESPACE), 0);
+    const tly_diag *g = find_diag(s, "required field is missing");
+    assert_non_null(g);
+    assert_string_equal(g->field, "metadata.name");
+    tly_store_destroy(s);
+}
+
+static void test_duplicate_key_and_alias_are_errors(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("keys.yaml",
+                             "apiVersion: v1\n"
+                             "kind: Namespace\n"
+                             "metadata:\n"
+                             "  name: a\n"
+                             "  labels: &l {x: y}\n"
+                             "  annotations: *l\n"
+                             "  name: b\n");
+    assert_non_null(find_diag(s, "duplicate key \"name\""));
+    assert_non_null(find_diag(s, "aliases are not supported"));
+    /* The later key wins, as with kubectl. */
+    assert_non_null(tly_store_find(s, TLY_K_NAMESPACE, NULL, "b"));
+    tly_store_destroy(s);
+}
+
+static void test_deep_nesting_is_bounded(void **state)
+{
+    (void)state;
+    size_t depth = 200;
+    char *text = malloc(depth * 2 + 128);
+    char *p = text + sprintf(text, "apiVersion: v1\nkind: Namespace\nmetadata: {name: deep}\nx: ");
+    for (size_t i = 0; i < depth; i++)
+        *p++ = '[';
+    for (size_t i = 0; i < depth; i++)
+        *p++ = ']';
+    strcpy(p, "\n");
+    tly_store *s = load_text("deep.yaml", text);
+    tly_diags *d = tly_store_diags(s);
+    assert_true(tly_diags_count_sev(d, TLY_SEV_ERROR) >= 1);
+    tly_store_destroy(s);
+    free(text);
+}
+
+static void test_directory_walk_in_byte_order(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tally-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/b.yaml", dir);
+    FILE *f = fopen(path, "w");
+    fputs("apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: {from: b}}\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/sub/a.yml", dir);
+    f = fopen(path, "w");
+    fputs("apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: {from: sub}}\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/ignored.txt", dir);
+    f = fopen(path, "w");
+    fputs("not yaml: [\n", f);
+    fclose(f);
+
+    tly_store *s = tly_store_create();
+    assert_int_equal(tly_store_load_path(s, dir), 0);
+    tly_store_finish(s);
+    /* "b.yaml" < "sub/a.yml" in byte order, so sub's definition wins. */
+    tly_namespace *ns = tly_store_find(s, TLY_K_NAMESPACE, NULL, "x");
+    assert_string_equal(tly_kvs_get(&ns->meta.labels, "from"), "sub");
+    tly_store_destroy(s);
+
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    assert_int_equal(system(path), 0);
+}
+
+static void test_unreadable_path_is_an_error(void **state)
+{
+    (void)state;
+    tly_store *s = tly_store_create();
+    assert_int_equal(tly_store_load_path(s, "/nonexistent/tally.yaml"), 1);
+    tly_store_finish(s);
+    assert_non_null(find_diag(s, "cannot read"));
+    tly_store_destroy(s);
+}
+
+static void test_namespaced_object_defaults_to_default_namespace(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("pg.yaml",
+                             "apiVersion: scheduling.run.ai/v2alpha2\n"
+                             "kind: PodGroup\n"
+                             "metadata: {name: pg}\n"
+                             "spec: {queue: q}\n");
+    assert_non_null(tly_store_find(s, TLY_K_PODGROUP, "default", "pg"));
+    tly_store_destroy(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_multi_document_yaml_loads_every_document),
+        cmocka_unit_test(test_list_items_are_objects),
+        cmocka_unit_test(test_json_list_as_kubectl_prints_it),
+        cmocka_unit_test(test_unknown_kind_is_a_note_not_an_error),
+        cmocka_unit_test(test_same_object_twice_later_wins_with_warning),
+        cmocka_unit_test(test_syntax_error_reports_position_and_next_document_loads),
+        cmocka_unit_test(test_missing_name_skips_object_with_error),
+        cmocka_unit_test(test_duplicate_key_and_alias_are_errors),
+        cmocka_unit_test(test_deep_nesting_is_bounded),
+        cmocka_unit_test(test_directory_walk_in_byte_order),
+        cmocka_unit_test(test_unreadable_path_is_an_error),
+        cmocka_unit_test(test_namespaced_object_defaults_to_default_namespace),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
