@@ -154,47 +154,6 @@ static void decode_unit(tly_dctx *dx, const tly_node *map, const char *key, cons
     *out = u;
 }
 
-/*
-** One DRA attribute value at `v` (the current path names it): a map that
-** sets exactly one of string, int, bool, version.
-*/
-static bool decode_attr_value(tly_dctx *dx, const tly_node *v, const char *name, tly_attr *out)
-{
-    static const char *const types[] = {"string", "int", "bool", "version"};
-    if (v->type != TLY_N_MAP) {
-        tly_dx_error(dx, v, NULL, "must be a map with one of string, int, bool, version, not %s",
-                     tly_ntype_name(v->type));
-        return false;
-    }
-    bool have[4];
-    int nhave = 0;
-    for (int i = 0; i < 4; i++) {
-        have[i] = member(v, types[i]) != NULL;
-        nhave += have[i];
-    }
-    if (nhave != 1) {
-        char found[64];
-        found_list(found, sizeof found, types, have, 4);
-        tly_dx_error(dx, v, NULL, "must set exactly one of string, int, bool, version (found %s)",
-                     found);
-        return false;
-    }
-    out->name = name;
-    if (have[0]) {
-        out->type = TLY_ATTR_STRING;
-        return tly_dx_str(dx, v, "string", &out->str);
-    }
-    if (have[1]) {
-        out->type = TLY_ATTR_INT;
-        return tly_dx_int64(dx, v, "int", &out->ival);
-    }
-    if (have[2]) {
-        out->type = TLY_ATTR_BOOL;
-        return tly_dx_bool(dx, v, "bool", &out->bval);
-    }
-    out->type = TLY_ATTR_VERSION;
-    return tly_dx_str(dx, v, "version", &out->str);
-}
 
 /* match.dra.deviceAttributes: name -> value. */
 static void decode_device_attrs(tly_dctx *dx, const tly_node *mdra, tly_accsrc *s, bool keep)
@@ -207,7 +166,7 @@ static void decode_device_attrs(tly_dctx *dx, const tly_node *mdra, tly_accsrc *
     uint32_t n = 0;
     for (const tly_node *a = attrs->kids; a; a = a->next) {
         size_t amark = tly_dx_push(dx, a->key);
-        if (decode_attr_value(dx, a, tly_arena_strdup(dx->arena, a->key), &v[n]))
+        if (tly_dx_attr_value(dx, a, tly_arena_strdup(dx->arena, a->key), &v[n]))
             n++;
         else
             memset(&v[n], 0, sizeof v[n]);

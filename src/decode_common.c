@@ -52,6 +52,8 @@ static void dx_report(tly_dctx *dx, tly_severity sev, const tly_node *at, const 
     size_t mark = dx->plen;
     if (key)
         tly_dx_push(dx, key);
+    if (!at)
+        at = dx->root;
     uint32_t line = at ? at->line : 0, col = at ? at->col : 0;
     tly_diags_vadd(dx->diags, sev, dx->file, line, col, dx->kind, dx->objname,
                    dx->plen ? dx->path : NULL, fmt, ap);
@@ -421,6 +423,48 @@ bool tly_dx_enum(tly_dctx *dx, const tly_node *map, const char *key,
     tly_dx_error(dx, tly_node_get(map, key), key, "\"%s\" is not allowed: must be one of %s", v,
                  list);
     return false;
+}
+
+bool tly_dx_attr_value(tly_dctx *dx, const tly_node *v, const char *name, tly_attr *out)
+{
+    static const char *const types[] = {"string", "int", "bool", "version"};
+    if (v->type != TLY_N_MAP) {
+        tly_dx_error(dx, v, NULL, "must be a map with one of string, int, bool, version, not %s",
+                     tly_ntype_name(v->type));
+        return false;
+    }
+    int which = -1, nhave = 0;
+    char found[64] = "";
+    size_t flen = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!member(v, types[i]))
+            continue;
+        which = i;
+        nhave++;
+        int n = snprintf(found + flen, sizeof found - flen, "%s%s", flen ? ", " : "", types[i]);
+        if (n > 0 && (size_t)n < sizeof found - flen)
+            flen += (size_t)n;
+    }
+    if (nhave != 1) {
+        tly_dx_error(dx, v, NULL, "must set exactly one of string, int, bool, version (found %s)",
+                     nhave ? found : "none");
+        return false;
+    }
+    out->name = name;
+    switch (which) {
+    case 0:
+        out->type = TLY_ATTR_STRING;
+        return tly_dx_str(dx, v, "string", &out->str);
+    case 1:
+        out->type = TLY_ATTR_INT;
+        return tly_dx_int64(dx, v, "int", &out->ival);
+    case 2:
+        out->type = TLY_ATTR_BOOL;
+        return tly_dx_bool(dx, v, "bool", &out->bval);
+    default:
+        out->type = TLY_ATTR_VERSION;
+        return tly_dx_str(dx, v, "version", &out->str);
+    }
 }
 
 /* ---- time ---------------------------------------------------------------- */

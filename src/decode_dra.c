@@ -355,36 +355,6 @@ void tly_decode_claim_template(tly_dctx *dx, const tly_node *obj, tly_claim_temp
 
 /* ---- ResourceSlice -------------------------------------------------------- */
 
-/* One attribute value at `v` (the current path): exactly one of string, int, bool, version. */
-static bool decode_attr_value(tly_dctx *dx, const tly_node *v, const char *name, tly_attr *out)
-{
-    if (v->type != TLY_N_MAP) {
-        tly_dx_error(dx, v, NULL, "expected a map with one of string, int, bool, version, got %s",
-                     tly_ntype_name(v->type));
-        return false;
-    }
-    const tly_node *s = member(v, "string"), *i = member(v, "int"), *b = member(v, "bool"),
-                   *ver = member(v, "version");
-    if ((s != NULL) + (i != NULL) + (b != NULL) + (ver != NULL) != 1) {
-        tly_dx_error(dx, v, NULL, "must set exactly one of string, int, bool, version");
-        return false;
-    }
-    out->name = name;
-    if (s) {
-        out->type = TLY_ATTR_STRING;
-        return tly_dx_str(dx, v, "string", &out->str);
-    }
-    if (i) {
-        out->type = TLY_ATTR_INT;
-        return tly_dx_int64(dx, v, "int", &out->ival);
-    }
-    if (b) {
-        out->type = TLY_ATTR_BOOL;
-        return tly_dx_bool(dx, v, "bool", &out->bval);
-    }
-    out->type = TLY_ATTR_VERSION;
-    return tly_dx_str(dx, v, "version", &out->str);
-}
 
 static void decode_device_attrs(tly_dctx *dx, const tly_node *body, tly_device *d)
 {
@@ -396,7 +366,7 @@ static void decode_device_attrs(tly_dctx *dx, const tly_node *body, tly_device *
     for (const tly_node *a = m->kids; a; a = a->next) {
         size_t amark = tly_dx_push(dx, a->key);
         const char *name = tly_arena_strdup(dx->arena, a->key);
-        if (decode_attr_value(dx, a, name, &d->attrs[d->nattrs]))
+        if (tly_dx_attr_value(dx, a, name, &d->attrs[d->nattrs]))
             d->nattrs++;
         else
             memset(&d->attrs[d->nattrs], 0, sizeof *d->attrs);

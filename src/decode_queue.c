@@ -45,6 +45,26 @@ static bool qty_is_minus_one(tly_qty q)
     return q.nanos == -(tly_i128)1000000000;
 }
 
+/*
+** A KAI queue amount: the CRD types quota, limit and overQuotaWeight as
+** numbers (float64), so the API server rejects a string such as "64Gi" or
+** "8". The number's text is kept exact by parsing it as a quantity.
+*/
+static bool queue_number(tly_dctx *dx, const tly_node *m, const char *key, tly_qty *out)
+{
+    const tly_node *n = tly_node_get(m, key);
+    if (!n || n->type == TLY_N_NULL)
+        return false;
+    if (n->type != TLY_N_INT && n->type != TLY_N_FLOAT) {
+        tly_dx_error(dx, n, key,
+                     "expected a number, got %s (queue amounts are plain numbers: cpu in "
+                     "millicores, memory in megabytes, gpu in devices; -1 is unlimited)",
+                     tly_ntype_name(n->type));
+        return false;
+    }
+    return tly_dx_qty(dx, m, key, out);
+}
+
 /* One of spec.resources.{cpu,memory,gpu}: quota, limit, overQuotaWeight. */
 static void decode_queue_resource(tly_dctx *dx, const tly_node *resources, const char *key,
                                   tly_queue_resource *out)
@@ -53,9 +73,9 @@ static void decode_queue_resource(tly_dctx *dx, const tly_node *resources, const
     if (!m)
         return;
     size_t mark = tly_dx_push(dx, key);
-    out->has_quota = tly_dx_qty(dx, m, "quota", &out->quota);
-    out->has_limit = tly_dx_qty(dx, m, "limit", &out->limit);
-    out->has_weight = tly_dx_qty(dx, m, "overQuotaWeight", &out->over_quota_weight);
+    out->has_quota = queue_number(dx, m, "quota", &out->quota);
+    out->has_limit = queue_number(dx, m, "limit", &out->limit);
+    out->has_weight = queue_number(dx, m, "overQuotaWeight", &out->over_quota_weight);
     tly_dx_pop(dx, mark);
 }
 

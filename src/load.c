@@ -114,6 +114,11 @@ typedef struct {
     bool skipping;          /* over a limit: consume events, build nothing */
     bool broken;            /* the parser reported an error */
     uint32_t doc_line;      /* window-relative line where the current document began */
+    const char *map;        /* the file's mapping (NULL for strings) */
+    size_t map_len;
+    size_t window;          /* offset of the current parse window in the input */
+    size_t released;        /* bytes at the start of the mapping already given back */
+    size_t last_pos;        /* window-relative input offset of the newest event */
     int errors;             /* errors recorded by this load */
 } loader;
 
@@ -134,8 +139,13 @@ static struct fy_event *next_event(loader *L)
     if (L->broken)
         return NULL;
     struct fy_event *ev = fy_parser_parse(L->fyp);
-    if (!ev)
+    if (!ev) {
         L->broken = true;
+        return NULL;
+    }
+    const struct fy_mark *m = fy_event_start_mark(ev);
+    if (m)
+        L->last_pos = m->input_pos;
     return ev;
 }
 
@@ -373,7 +383,7 @@ static void handle_object(loader *L, const tly_node *root)
     }
     tly_dctx dx = {
         .arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file,
-        .kind = ke->kind, .objname = name,
+        .kind = ke->kind, .objname = name, .root = root,
     };
     if (!md || md->type != TLY_N_MAP || !name || !*name) {
         tly_dx_error(&dx, md ? md : root, md ? "metadata.name" : "metadata",
@@ -406,6 +416,26 @@ static void handle_object(loader *L, const tly_node *root)
 }
 
 /* ---- documents and files ------------------------------------------------- */
+
+/*
+** Gives the pages of the mapped input that the parser has moved past back to
+** the kernel. A private read-only mapping re-reads them from the file if they
+** were ever touched again, so this is always safe; it keeps the resident size
+** of a big dump near the size of the decoded store instead of store + file.
+*/
+static void release_consumed(loader *L)
+{
+    if (!L->map || !L->fyp)
+        return;
+    const size_t chunk = 8u << 20;
+    size_t pos = L->window + L->last_pos;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    pos &= ~(page - 1);
+    if (pos > L->map_len || pos < L->released + chunk)
+        return;
+    madvise((void *)(L->map + L->released), pos - L->released, MADV_DONTNEED);
+    L->released = pos;
+}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -484,6 +514,7 @@ static bool load_document(loader *L)
                     if (!item)
                         return false;
                     handle_object(L, item);
+                    release_consumed(L);
                 }
                 tly_arena_reset(L->obj);
                 continue;
@@ -562,7 +593,7 @@ static void load_buffer(loader *L, const char *buf, size_t len, bool json)
             tly_oom();
         fy_diag_set_collect_errors(L->fyd, true);
         struct fy_parse_cfg cfg = {
-            .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_DISABLE_RECYCLING |
+            .flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG |
                      (json ? FYPCF_JSON_FORCE : FYPCF_JSON_NONE),
             .diag = L->fyd,
         };
@@ -572,6 +603,8 @@ static void load_buffer(loader *L, const char *buf, size_t len, bool json)
         L->broken = false;
         L->doc_line = 0;
         fy_parser_set_string(L->fyp, buf + off, len - off);
+        L->window = off;
+        L->last_pos = 0;
         for (;;) {
             struct fy_event *ev = next_event(L);
             if (!ev)
@@ -627,10 +660,13 @@ static void load_buffer(loader *L, const char *buf, size_t len, bool json)
     }
 }
 
-static int load_named_buffer(tly_store *s, const char *name, const char *buf, size_t len)
+static int load_named_buffer(tly_store *s, const char *name, const char *buf, size_t len,
+                             bool mapped)
 {
     loader L = {
         .s = s,
+        .map = mapped ? buf : NULL,
+        .map_len = len,
         .file = tly_arena_strdup(s->arena, name),
         .doc = tly_arena_create(16 * 1024),
         .obj = tly_arena_create(64 * 1024),
@@ -643,7 +679,7 @@ static int load_named_buffer(tly_store *s, const char *name, const char *buf, si
 
 int tly_store_load_string(tly_store *s, const char *name, const char *text, size_t len)
 {
-    return load_named_buffer(s, name, text, len);
+    return load_named_buffer(s, name, text, len, false);
 }
 
 static int load_file(tly_store *s, const char *path)
@@ -669,7 +705,7 @@ static int load_file(tly_store *s, const char *path)
         return 1;
     }
     madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
-    int errors = load_named_buffer(s, path, map, (size_t)st.st_size);
+    int errors = load_named_buffer(s, path, map, (size_t)st.st_size, true);
     munmap(map, (size_t)st.st_size);
     return errors;
 }

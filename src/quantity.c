@@ -95,8 +95,9 @@ static bool tly_qty_issufchar(char c)
 ** Splits s[0..len) into its parts, accepting exactly what upstream's scanner
 ** accepts. Quirks kept on purpose: "." and "1." and ".5" are numbers, a lone
 ** sign ("-", "+") is the number 0 (the scanner runs out of input while
-** skipping leading zeros and reports "0"), and the suffix is only checked for
-** shape here ([letters][sign][digits]); its meaning is tly_qty_suffix()'s job.
+** skipping leading zeros and reports "0"), a suffix with no digits before it
+** ("Ki", "e3") is 0 too, and the suffix is only checked for shape here
+** ([letters][sign][digits]); its meaning is tly_qty_suffix()'s job.
 ** The empty string is rejected, as ParseQuantity does before scanning.
 */
 static int tly_qty_lex(const char *s, size_t len, tly_qty_parts *p)

@@ -462,7 +462,7 @@ static void test_queue_v2_fields_are_decoded(void **state)
                         "      limit: -1\n"
                         "      overQuotaWeight: 1.5\n"
                         "    memory:\n"
-                        "      quota: \"8000\"\n"
+                        "      quota: 8000\n"
                         "    gpu:\n"
                         "      quota: 0.7\n"
                         "      limit: 2\n"

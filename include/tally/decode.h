@@ -37,6 +37,7 @@ typedef struct {
     const char *file;        /* owned by the store */
     const char *kind;        /* "Pod", for messages */
     const char *objname;     /* "ns/name" or "name", for messages */
+    const tly_node *root;    /* the object's root map: where object-level problems point */
     char path[TLY_PATH_MAX];
     size_t plen;
     uint32_t errors;         /* errors recorded for the current object */
@@ -105,6 +106,13 @@ bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const ch
 */
 bool tly_dx_enum(tly_dctx *dx, const tly_node *map, const char *key,
                  const char *const *allowed, const char **out);
+
+/*
+** A DRA attribute value at `v` itself (the current path names it): a map
+** that sets exactly one of string, int, bool, version (ResourceSlice device
+** attributes and AccountedResource match.dra.deviceAttributes).
+*/
+bool tly_dx_attr_value(tly_dctx *dx, const tly_node *v, const char *name, tly_attr *out);
 
 /* Parses an RFC 3339 time ("2026-11-29T13:29:33Z", "...+02:00", ".123Z"). */
 bool tly_parse_time(const char *s, int64_t *out);

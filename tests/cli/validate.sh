@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# End-to-end checks of `tally validate` (contract section 4), run by ctest as
+#   bash tests/cli/validate.sh path/to/tally
+# from the repository root.
+set -u
+TALLY=${1:?usage: validate.sh path/to/tally}
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# The example cluster is valid: no problem lines, exit 0.
+out=$("$TALLY" validate examples/cluster 2>/dev/null); rc=$?
+[ "$rc" -eq 0 ] && ok || bad "examples/cluster: exit $rc"
+[ -z "$out" ] && ok || bad "examples/cluster printed problems: $out"
+
+# Every broken file gives exactly its one expected line and exit 1.
+for f in tests/bad/*.yaml tests/bad/*.json; do
+  name=$(basename "$f")
+  expected="tests/bad/expected/$name.out"
+  out=$("$TALLY" validate "$f" 2>/dev/null); rc=$?
+  [ "$rc" -eq 1 ] && ok || bad "$name: exit $rc, want 1"
+  if [ -f "$expected" ] && [ "$out" == "$(cat "$expected")" ]; then ok; else
+    bad "$name: output differs"; echo "  got:  $out"; echo "  want: $(cat "$expected" 2>/dev/null)"; fi
+  [ "$(printf '%s\n' "$out" | grep -c .)" -eq 1 ] && ok || bad "$name: not exactly one problem line"
+done
+
+# The whole folder at once: every file's problem is still found (one bad
+# document never hides another), sorted by path, line, column.
+out=$("$TALLY" validate tests/bad 2>/dev/null); rc=$?
+[ "$rc" -eq 1 ] && ok || bad "tests/bad: exit $rc"
+sorted=$(printf '%s\n' "$out" | sort -t: -k1,1 -k2,2n -k3,3n -s)
+[ "$out" == "$sorted" ] && ok || bad "tests/bad: lines are not sorted by path, line, column"
+for f in tests/bad/expected/*.out; do
+  line=$(cat "$f")
+  printf '%s\n' "$out" | grep -qxF -- "$line" && ok || bad "tests/bad: missing $line"
+done
+
+# Unknown kinds are notes on stderr, never problems.
+tmp=$(mktemp -d)
+printf 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n' > "$tmp/d.yaml"
+out=$("$TALLY" validate "$tmp/d.yaml" 2>"$tmp/err"); rc=$?
+[ "$rc" -eq 0 ] && [ -z "$out" ] && ok || bad "unknown kind: exit $rc, stdout '$out'"
+grep -q "note:.*apps/v1 Deployment" "$tmp/err" && ok || bad "unknown kind: no note on stderr"
+
+# A reference to an absent object is a warning (partial input is normal).
+cat > "$tmp/q.yaml" <<'YAML'
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata:
+  name: team-x
+spec:
+  resources:
+    cpu: {quota: -1, limit: -1}
+    memory: {quota: -1, limit: -1}
+    gpu: {quota: -1, limit: -1}
+  accountedResources:
+  - resourceRef: gpu-h200
+    limit: "4"
+YAML
+out=$("$TALLY" validate "$tmp/q.yaml" 2>/dev/null); rc=$?
+[ "$rc" -eq 0 ] && ok || bad "missing reference: exit $rc, want 0"
+[ "$out" == "$tmp/q.yaml:11:5: warning: Queue team-x: spec.accountedResources[0].resourceRef: AccountedResource \"gpu-h200\" is not in the input; every workload in this queue is blocked (AccountedResourceNotFound) until it exists" ] \
+  && ok || bad "missing reference: got '$out'"
+
+# Unreadable input: an error line, exit 1; no arguments: usage, exit 2.
+out=$("$TALLY" validate "$tmp/none.yaml" 2>/dev/null); rc=$?
+[ "$rc" -eq 1 ] && [[ "$out" == *"cannot read"* ]] && ok || bad "missing file: exit $rc '$out'"
+"$TALLY" validate >/dev/null 2>&1; rc=$?
+[ "$rc" -eq 2 ] && ok || bad "no arguments: exit $rc, want 2"
+rm -rf "$tmp"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
