@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `make bench`: tally's benchmark suite. Builds with optimisation (-O2) in
+# build-bench/, generates deterministic inputs with tally-gen, and prints one
+# table: what was measured, the size, tally's figure, the baseline measured
+# side by side in the same run, and the ratio.
+#
+# Load benchmark: `tally validate FILE` (the loader, every decoder and the
+# cross-object rules; no scheduling engine) against `jq . FILE >/dev/null`
+# on the same `kubectl get pods -o json`-style file. Wall time is the median
+# of RUNS runs; peak RSS comes from /usr/bin/time. Instruction counts come
+# from callgrind on the 10k file (stable on a noisy machine).
+#
+# Sizes: BENCH_SIZES (default "10000 100000"); add 1000000 for the 1M-pod
+# file (about 2 GB of JSON and several minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZES=${BENCH_SIZES:-"10000 100000"}
+RUNS=${BENCH_RUNS:-3}
+OUT=${BENCH_OUT:-build-bench/data}
+
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTALLY_TESTS=OFF >/dev/null
+cmake --build build-bench -j 2 --target tally tally-gen >/dev/null
+mkdir -p "$OUT"
+TALLY=build-bench/tally
+
+# median wall seconds and peak RSS (KiB) of a command over $RUNS runs
+measure() {
+  local times=() rss=0 t m tf
+  tf=$(mktemp)
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -o "$tf" -f "%e %M" "$@" >/dev/null 2>&1 || true
+    read -r t m < "$tf"
+    times+=("$t")
+    [ "$m" -gt "$rss" ] && rss=$m
+  done
+ rm -f "$tf"
+  printf '%s %s\n' "$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p")" "$rss"
+}
+
+printf '%-34s %10s %14s %14s %8s\n' "measure" "size" "tally" "baseline" "ratio"
+printf '%-34s %10s %14s %14s %8s\n' "-------" "----" "-----" "--------" "-----"
+for n in $SIZES; do
+  f="$OUT/pods-$n.json"
+  [ -s "$f" ] || build-bench/tally-gen pods "$n" 42 > "$f"
+  bytes=$(stat -c %s "$f")
+  read -r tt tr < <(measure "$TALLY" validate "$f")
+  read -r jt jr < <(measure jq . "$f")
+  printf '%-34s %10s %13ss %13ss %8s\n' "load pods (wall, vs jq .)" "$n" "$tt" "$jt" \
+    "$(awk -v a="$tt" -v b="$jt" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
+  printf '%-34s %10s %12sMB %12sMB %8s\n' "load pods (peak RSS, vs jq .)" "$n" \
+    "$((tr / 1024))" "$((jr / 1024))" \
+    "$(awk -v a="$tr" -v b="$jr" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
+  printf '%-34s %10s %12sMB %12sMB %8s\n' "load pods (peak RSS, vs file size)" "$n" \
+    "$((tr / 1024))" "$((bytes / 1048576))" \
+    "$(awk -v a="$tr" -v b="$bytes" 'BEGIN { printf "%.2f", a * 1024 / b }')"
+done
+
+if command -v valgrind >/dev/null; then
+  n=10000
+  f="$OUT/pods-$n.json"
+  [ -s "$f" ] || build-bench/tally-gen pods "$n" 42 > "$f"
+  ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$TALLY" validate "$f" 2>&1 \
+       | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+  bytes=$(stat -c %s "$f")
+  printf '%-34s %10s %14s %14s %8s\n' "load pods (instructions / byte)" "$n" \
+    "$(awk -v a="$ir" -v b="$bytes" 'BEGIN { printf "%.1f", a / b }')" "-" "-"
+  printf '%-34s %10s %14s %14s %8s\n' "load pods (instructions / pod)" "$n" \
+    "$(awk -v a="$ir" -v b="$n" 'BEGIN { printf "%.0f", a / b }')" "-" "-"
+fi
