@@ -6,7 +6,7 @@ BUILD_ASAN ?= build-asan
 JOBS       ?= 2
 CMAKE_GEN  := cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build demo test test-plain test-asan ci-extra bench fuzz soak install clean
+.PHONY: all deps build demo test test-plain test-asan tsan ci-extra bench fuzz soak install clean
 
 all: build
 
@@ -38,6 +38,10 @@ test-asan:
 	@cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
+tsan:
+	@scripts/deps.sh test
+	@scripts/tsan.sh
+
 ci-extra:
 	@scripts/deps.sh extra
 	@scripts/ci-extra.sh
@@ -57,4 +61,4 @@ install: build
 	@cmake --install $(BUILD) --prefix /usr/local
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) build-valgrind build-fuzz
+	rm -rf $(BUILD) $(BUILD_ASAN) build-valgrind build-fuzz build-tsan

@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 
+echo "== ThreadSanitizer: runtimed stress =="
+scripts/tsan.sh
+
 echo "== unit suite under valgrind memcheck =="
 cmake -S . -B build-valgrind -DCMAKE_BUILD_TYPE=Debug -DTALLY_TESTS=ON >/dev/null
 cmake --build build-valgrind -j "$JOBS" >/dev/null

@@ -127,11 +127,13 @@ static void load_error(loader *L, uint32_t line, uint32_t col, const char *fmt, 
 
 static void load_error(loader *L, uint32_t line, uint32_t col, const char *fmt, ...)
 {
+    L->errors++;
+    if (!L->s)
+        return;  /* tly_parse_value: the caller only needs to know it failed */
     va_list ap;
     va_start(ap, fmt);
     tly_diags_vadd(L->s->diags, TLY_SEV_ERROR, L->file, line, col, NULL, NULL, NULL, fmt, ap);
     va_end(ap);
-    L->errors++;
 }
 
 static struct fy_event *next_event(loader *L)
@@ -775,4 +777,49 @@ int tly_store_load_path(tly_store *s, const char *path)
     }
     free(files);
     return errors;
+}
+
+/*
+** Parses one small YAML or JSON value (an annotation's content, such as
+** kruntimes.io/capacities) into a node tree in arena a. NULL if the text is
+** not exactly one well-formed value or uses what the loader rejects
+** (aliases, over-deep nesting).
+*/
+tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
+{
+    loader L = {.file = "<value>"};
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE};
+    L.fyp = fy_parser_create(&cfg);
+    if (!L.fyp)
+        tly_oom();
+    fy_parser_set_string(L.fyp, text, len);
+    tly_node *root = NULL;
+    int docs = 0;
+    for (;;) {
+        struct fy_event *ev = next_event(&L);
+        if (!ev)
+            break;
+        int t = ev->type;
+        fy_parser_event_free(L.fyp, ev);
+        if (t == FYET_STREAM_END)
+            break;
+        if (t != FYET_DOCUMENT_START)
+            continue;
+        struct fy_event *v = next_event(&L);
+        if (!v)
+            break;
+        if (v->type == FYET_DOCUMENT_END) {
+            fy_parser_event_free(L.fyp, v);
+            continue;
+        }
+        root = build(&L, a, v, 1);
+        docs++;
+        struct fy_event *end = next_event(&L);
+        if (!end)
+            break;
+        fy_parser_event_free(L.fyp, end);
+    }
+    bool ok = !L.broken && L.errors == 0 && docs == 1;
+    fy_parser_destroy(L.fyp);
+    return ok ? root : NULL;
 }

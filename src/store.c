@@ -299,3 +299,39 @@ tly_pod *const *tly_store_pods_in_queue(const tly_store *s, const char *queue, u
 {
     return (tly_pod *const *)index_range(&s->pods_by_queue, queue, n);
 }
+
+static void newer(int64_t *best, int64_t t)
+{
+    if (t != TLY_NO_TIME && (*best == TLY_NO_TIME || t > *best))
+        *best = t;
+}
+
+static void newer_conditions(int64_t *best, const tly_conditions *c)
+{
+    for (uint32_t i = 0; i < c->n; i++) {
+        newer(best, c->v[i].last_probe);
+        newer(best, c->v[i].last_transition);
+        newer(best, c->v[i].last_heartbeat);
+    }
+}
+
+int64_t tly_store_newest_time(const tly_store *s)
+{
+    int64_t best = TLY_NO_TIME;
+    for (int k = 0; k < TLY_K_COUNT; k++)
+        for (uint32_t i = 0; i < s->kinds[k].n; i++) {
+            const tly_meta *m = s->kinds[k].v[i];
+            newer(&best, m->created);
+            newer(&best, m->deleted);
+        }
+    for (uint32_t i = 0; i < s->kinds[TLY_K_POD].n; i++) {
+        const tly_pod *p = s->kinds[TLY_K_POD].v[i];
+        newer(&best, p->start_time);
+        newer_conditions(&best, &p->conditions);
+    }
+    for (uint32_t i = 0; i < s->kinds[TLY_K_NODE].n; i++)
+        newer_conditions(&best, &((const tly_k8s_node *)s->kinds[TLY_K_NODE].v[i])->conditions);
+    for (uint32_t i = 0; i < s->kinds[TLY_K_RUN].n; i++)
+        newer_conditions(&best, &((const tly_run *)s->kinds[TLY_K_RUN].v[i])->conditions);
+    return best;
+}

@@ -106,6 +106,13 @@ typedef struct {
     bool has_fields;       /* node terms with matchFields (not evaluated) */
 } tly_selector;
 
+/*
+** Whether labels satisfy the selector: every matchLabels pair and every
+** requirement (In, NotIn, Exists, DoesNotExist; Gt/Lt compare integers).
+** An empty selector matches everything.
+*/
+bool tly_selector_matches(const tly_selector *s, const tly_kvs *labels);
+
 /* ---- v1 Node ---------------------------------------------------------- */
 
 typedef struct {

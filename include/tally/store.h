@@ -73,6 +73,14 @@ tly_run *const *tly_store_runs_of_runtime(const tly_store *s, const char *ns,
 tly_pod *const *tly_store_runtime_pods(const tly_store *s, const char *ns,
                                        const char *runtime, uint32_t *n);
 
+/*
+** The input's clock (contract section 2): the newest creation and deletion
+** timestamp, pod startTime and condition time (lastProbeTime,
+** lastTransitionTime, lastHeartbeatTime) of any object. TLY_NO_TIME when the
+** input holds no time at all.
+*/
+int64_t tly_store_newest_time(const tly_store *s);
+
 /* The kai.scheduler/v1 Config in the input, or NULL. */
 const tly_config *tly_store_config(const tly_store *s);
 

@@ -1,0 +1,813 @@
+/*
+** runsched.c: the kruntimes Run scheduler and runtimed admission engine
+** (runsched.h). This is where a Run is filtered, scored and placed.
+**
+** Layout of the state:
+**   runs[]   one entry per Run of the input, in (namespace, name) order;
+**   pods[]   one per Runtime Pod (a Pod with a `runtime` label), same order;
+**   groups[] one per (namespace, runtime): its Pods (name order) and the
+**            Pending Runs waiting for capacity there.
+** The scheduler's usage of a Pod (pods[i].used) is the sum of the full
+** requests of the active Runs assigned to it plus the assumed ones; each Run
+** remembers whether its request is counted there, so release is exact.
+**
+** Scoring, as kruntimes does it (kruntimes-facts 3.3): per candidate, the
+** exact "load key" over the Pod's advertised resources (the largest
+** projected utilisation used/capacity, then their sum; see ratio.h);
+** candidates are ranked by key and the rank normalised to 0..100; preferred
+** Run affinity adds its own 0..100 score; the highest total wins and ties go
+** to the Pod name in byte order. Without preferred affinity this is exactly
+** the seed's rule: least highest ratio, then least sum, then name.
+*/
+#include "tally/runsched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strmap.h"
+#include "tally/error.h"
+#include "tally/ratio.h"
+#include "tally/runtimed.h"
+
+typedef struct {
+    tly_rs_run_result res;
+    tly_rlist request;      /* normalised; empty when invalid */
+    const char *bad;        /* the invalid request's name */
+    char *key;              /* "ns/name": runtimed's key */
+    int64_t sched_time;     /* its Scheduled condition, or when this engine bound it */
+    int32_t group;          /* (ns, spec.runtime), or -1 */
+    uint32_t order;         /* position in placement order */
+    bool counted;           /* request is in pods[res.pod].used */
+    bool assumed;           /* reserved, not yet bound */
+    bool queued, waiting;
+} rrun;
+
+typedef struct {
+    tly_rs_pod_result res;
+    tly_rlist cap;
+    tly_rvec used;
+    tly_runtimed *rd;
+    int32_t group;
+    bool dirty;             /* runtimed has something to (re)check */
+} rpod;
+
+typedef struct {
+    const char *ns, *runtime;
+    uint32_t *pods;
+    uint32_t npods;
+    uint32_t *wait;
+    uint32_t nwait, capwait;
+} rgroup;
+
+struct tly_runsched {
+    tly_store *s;
+    tly_names *names;
+    tly_arena *a;
+    int64_t now;
+    bool have_clock;
+    rrun *runs;
+    uint32_t nruns;
+    rpod *pods;
+    uint32_t npods;
+    rgroup *groups;
+    uint32_t ngroups, capgroups;
+    tly_strmap podmap, groupmap, runmap;
+    uint32_t *queue;
+    uint32_t qhead, qtail, qcap;
+    bool started;
+    uint64_t cycles;
+};
+
+/* ---- setup --------------------------------------------------------------- */
+
+static char *key2(tly_arena *a, const char *x, const char *y)
+{
+    return tly_arena_printf(a, "%s\x1f%s", x ? x : "", y ? y : "");
+}
+
+static int32_t group_of(tly_runsched *rs, const char *ns, const char *runtime, bool create)
+{
+    char *k = key2(rs->a, ns, runtime);
+    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->groupmap, k, strlen(k));
+    if (v)
+        return (int32_t)v - 1;
+    if (!create)
+        return -1;
+    if (rs->ngroups == rs->capgroups) {
+        rs->capgroups = rs->capgroups ? rs->capgroups * 2 : 8;
+        rs->groups = tly_xrealloc(rs->groups, rs->capgroups * sizeof *rs->groups);
+    }
+    rgroup *g = &rs->groups[rs->ngroups];
+    memset(g, 0, sizeof *g);
+    g->ns = ns;
+    g->runtime = runtime;
+    tly_strmap_put(&rs->groupmap, k, strlen(k), (void *)(uintptr_t)(rs->ngroups + 1));
+    return (int32_t)rs->ngroups++;
+}
+
+static int64_t scheduled_time(const tly_run *r)
+{
+    const tly_condition *c = tly_conditions_find(&r->conditions, "Scheduled");
+    if (c && c->last_transition != TLY_NO_TIME)
+        return c->last_transition;
+    return r->meta.created;
+}
+
+static int cmp_placement(const void *pa, const void *pb, void *ctx)
+{
+    const rrun *runs = ctx;
+    const tly_run *a = runs[*(const uint32_t *)pa].res.run, *b = runs[*(const uint32_t *)pb].res.run;
+    if (a->meta.created != b->meta.created)
+        return a->meta.created < b->meta.created ? -1 : 1;
+    int c = strcmp(a->meta.ns, b->meta.ns);
+    return c ? c : strcmp(a->meta.name, b->meta.name);
+}
+
+tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tly_diags *d)
+{
+    tly_runsched *rs = tly_xcalloc(1, sizeof *rs);
+    rs->s = s;
+    rs->names = tly_store_names(s);
+    rs->a = tly_arena_create(64 * 1024);
+    rs->now = now;
+    rs->have_clock = have_clock;
+    tly_strmap_init(&rs->podmap);
+    tly_strmap_init(&rs->groupmap);
+    tly_strmap_init(&rs->runmap);
+
+    /* Runtime Pods: every Pod with a `runtime` label. */
+    uint32_t np = tly_store_count(s, TLY_K_POD);
+    rs->pods = tly_xcalloc(np + 1, sizeof *rs->pods);
+    for (uint32_t i = 0; i < np; i++) {
+        const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
+        const char *rt = tly_kvs_get(&p->meta.labels, "runtime");
+        if (!rt || !*rt)
+            continue;
+        rpod *q = &rs->pods[rs->npods];
+        q->res.pod = p;
+        q->res.runtime = rt;
+        q->res.state = tly_runtime_pod_state(p, now, have_clock);
+        tly_runtime_pod_capacity(p, rs->names, rs->a, &q->cap, d);
+        tly_rvec_init(&q->used);
+        tly_rvec_init(&q->res.admitted);
+        q->res.capacity = &q->cap;
+        q->res.used = &q->used;
+        q->rd = tly_runtimed_create(&q->cap);
+        q->group = group_of(rs, p->meta.ns, rt, true);
+        rgroup *g = &rs->groups[q->group];
+        g->pods = tly_xrealloc(g->pods, (g->npods + 1) * sizeof *g->pods);
+        g->pods[g->npods++] = rs->npods;
+        char *k = key2(rs->a, p->meta.ns, p->meta.name);
+        tly_strmap_put(&rs->podmap, k, strlen(k), (void *)(uintptr_t)(rs->npods + 1));
+        rs->npods++;
+    }
+
+    uint32_t nr = tly_store_count(s, TLY_K_RUN);
+    rs->runs = tly_xcalloc(nr + 1, sizeof *rs->runs);
+    rs->nruns = nr;
+    for (uint32_t i = 0; i < nr; i++) {
+        rrun *r = &rs->runs[i];
+        const tly_run *run = tly_store_at(s, TLY_K_RUN, i);
+        r->res.run = run;
+        r->res.phase = tly_run_phase_of(run);
+        r->res.pod = -1;
+        r->res.assigned = (run->assigned_pod && *run->assigned_pod) ? run->assigned_pod : NULL;
+        r->key = tly_arena_printf(rs->a, "%s/%s", run->meta.ns, run->meta.name);
+        r->sched_time = scheduled_time(run);
+        r->group = run->runtime ? group_of(rs, run->meta.ns, run->runtime, true) : -1;
+        if (tly_run_normalized_request(run, rs->a, &r->request, &r->bad) != TLY_OK) {
+            r->request.n = 0;
+        } else {
+            r->bad = NULL;
+        }
+        char *k = key2(rs->a, run->meta.ns, run->meta.name);
+        tly_strmap_put(&rs->runmap, k, strlen(k), (void *)(uintptr_t)(i + 1));
+        if (r->res.assigned) {
+            char *pk = key2(rs->a, run->meta.ns, r->res.assigned);
+            uintptr_t pi = (uintptr_t)tly_strmap_get(&rs->podmap, pk, strlen(pk));
+            if (pi)
+                r->res.pod = (int32_t)pi - 1;
+        }
+        /* Active Runs consume their full request on their Pod (an invalid
+           request adds nothing, as kruntimes does). */
+        if (tly_run_is_active(run) && r->res.pod >= 0 && !r->bad) {
+            tly_rvec_add_list(&rs->pods[r->res.pod].used, &r->request);
+            r->counted = true;
+        }
+        /* runtimed re-adopts the Runs it already runs, fitting or not. */
+        if ((r->res.phase == TLY_RUN_RUNNING || r->res.phase == TLY_RUN_READY) && r->res.pod >= 0 &&
+            !r->bad)
+            tly_runtimed_force(rs->pods[r->res.pod].rd, r->key, &r->request);
+        if (r->res.phase == TLY_RUN_SCHEDULED && r->res.pod >= 0)
+            rs->pods[r->res.pod].dirty = true;
+    }
+    /* Placement order: (creationTimestamp, namespace, name). */
+    uint32_t *order = tly_xmalloc((nr + 1) * sizeof *order);
+    for (uint32_t i = 0; i < nr; i++)
+        order[i] = i;
+    qsort_r(order, nr, sizeof *order, cmp_placement, rs->runs);
+    for (uint32_t i = 0; i < nr; i++)
+        rs->runs[order[i]].order = i;
+    rs->queue = order;  /* reused as the work queue's first contents */
+    rs->qcap = nr + 1;
+    rs->qtail = nr;
+    for (uint32_t i = 0; i < nr; i++)
+        rs->runs[i].queued = true;
+    return rs;
+}
+
+void tly_runsched_destroy(tly_runsched *rs)
+{
+    if (!rs)
+        return;
+    for (uint32_t i = 0; i < rs->npods; i++) {
+        tly_rvec_free(&rs->pods[i].used);
+        tly_rvec_free(&rs->pods[i].res.admitted);
+        tly_runtimed_destroy(rs->pods[i].rd);
+    }
+    for (uint32_t i = 0; i < rs->ngroups; i++) {
+        free(rs->groups[i].pods);
+        free(rs->groups[i].wait);
+    }
+    free(rs->groups);
+    free(rs->pods);
+    free(rs->runs);
+    free(rs->queue);
+    tly_strmap_free(&rs->podmap);
+    tly_strmap_free(&rs->groupmap);
+    tly_strmap_free(&rs->runmap);
+    tly_arena_destroy(rs->a);
+    free(rs);
+}
+
+/* ---- the work queue and wake-ups ------------------------------------------ */
+
+static void enqueue(tly_runsched *rs, uint32_t i)
+{
+    if (rs->runs[i].queued)
+        return;
+    if (rs->qtail == rs->qcap) {
+        /* Compact, then grow if still full. */
+        uint32_t n = rs->qtail - rs->qhead;
+        memmove(rs->queue, rs->queue + rs->qhead, n * sizeof *rs->queue);
+        rs->qhead = 0;
+        rs->qtail = n;
+        if (rs->qtail == rs->qcap) {
+            rs->qcap = rs->qcap * 2 + 8;
+            rs->queue = tly_xrealloc(rs->queue, rs->qcap * sizeof *rs->queue);
+        }
+    }
+    rs->queue[rs->qtail++] = i;
+    rs->runs[i].queued = true;
+}
+
+static int cmp_order(const void *pa, const void *pb, void *ctx)
+{
+    const rrun *runs = ctx;
+    uint32_t a = runs[*(const uint32_t *)pa].order, b = runs[*(const uint32_t *)pb].order;
+    return a < b ? -1 : a > b;
+}
+
+/* Capacity may have appeared in group g: its waiting Runs go back on the queue. */
+static void wake_group(tly_runsched *rs, int32_t gi)
+{
+    if (gi < 0)
+        return;
+    rgroup *g = &rs->groups[gi];
+    qsort_r(g->wait, g->nwait, sizeof *g->wait, cmp_order, rs->runs);
+    for (uint32_t k = 0; k < g->nwait; k++) {
+        rs->runs[g->wait[k]].waiting = false;
+        enqueue(rs, g->wait[k]);
+    }
+    g->nwait = 0;
+}
+
+static void wait_in_group(tly_runsched *rs, uint32_t i)
+{
+    rrun *r = &rs->runs[i];
+    if (r->group < 0 || r->waiting)
+        return;
+    rgroup *g = &rs->groups[r->group];
+    if (g->nwait == g->capwait) {
+        g->capwait = g->capwait ? g->capwait * 2 : 8;
+        g->wait = tly_xrealloc(g->wait, g->capwait * sizeof *g->wait);
+    }
+    g->wait[g->nwait++] = i;
+    r->waiting = true;
+}
+
+/* ---- filter --------------------------------------------------------------- */
+
+/* Is there an active or assumed Run in ns on pod `podname` matching sel? */
+static bool hosts_match(const tly_runsched *rs, const char *ns, const char *podname,
+                        const tly_selector *sel, uint32_t self)
+{
+    for (uint32_t j = 0; j < rs->nruns; j++) {
+        const rrun *o = &rs->runs[j];
+        if (j == self || strcmp(o->res.run->meta.ns, ns) != 0)
+            continue;
+        bool target = o->assumed || tly_run_is_active(o->res.run) ||
+                      o->res.phase == TLY_RUN_SCHEDULED || o->res.phase == TLY_RUN_RUNNING ||
+                      o->res.phase == TLY_RUN_READY;
+        const char *on = o->res.pod >= 0 ? rs->pods[o->res.pod].res.pod->meta.name : o->res.assigned;
+        if (!target || !on)
+            continue;
+        if (podname && strcmp(on, podname) != 0)
+            continue;
+        if (tly_selector_matches(sel, &o->res.run->meta.labels))
+            return true;
+    }
+    return false;
+}
+
+/* 0 passes, 1 fails required affinity, 2 fails required anti-affinity. */
+static int affinity_filter(const tly_runsched *rs, uint32_t i, const tly_pod *pod)
+{
+    const tly_run *run = rs->runs[i].res.run;
+    for (uint32_t t = 0; t < run->naffinity_required; t++) {
+        const tly_selector *sel = &run->affinity_required[t].selector;
+        if (hosts_match(rs, run->meta.ns, pod->meta.name, sel, i))
+            continue;
+        /* Seedable: nothing anywhere matches and the Run matches itself. */
+        if (!hosts_match(rs, run->meta.ns, NULL, sel, i) &&
+            tly_selector_matches(sel, &run->meta.labels))
+            continue;
+        return 1;
+    }
+    for (uint32_t t = 0; t < run->nanti_required; t++)
+        if (hosts_match(rs, run->meta.ns, pod->meta.name, &run->anti_required[t].selector, i))
+            return 2;
+    return 0;
+}
+
+static int64_t preferred_raw(const tly_runsched *rs, uint32_t i, const tly_pod *pod)
+{
+    const tly_run *run = rs->runs[i].res.run;
+    int64_t raw = 0;
+    for (uint32_t t = 0; t < run->naffinity_preferred; t++)
+        if (hosts_match(rs, run->meta.ns, pod->meta.name, &run->affinity_preferred[t].selector, i))
+            raw += run->affinity_preferred[t].weight;
+    for (uint32_t t = 0; t < run->nanti_preferred; t++)
+        if (!hosts_match(rs, run->meta.ns, pod->meta.name, &run->anti_preferred[t].selector, i))
+            raw += run->anti_preferred[t].weight;
+    return raw;
+}
+
+/* ---- score ---------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t pod;
+    tly_loadkey key;
+    int64_t total;
+} cand;
+
+static void load_key(const rpod *p, const tly_rlist *req, tly_loadkey *k)
+{
+    tly_loadkey_init(k);
+    for (uint32_t c = 0; c < p->cap.n; c++) {
+        const tly_rq *cap = &p->cap.v[c];
+        if (tly_qty_sign(cap->q) <= 0)
+            continue;
+        tly_qty used;
+        if (tly_qty_add(tly_rvec_get(&p->used, cap->id), tly_rlist_get(req, cap->id, NULL),
+                        &used) != TLY_OK)
+            continue;
+        if (tly_qty_sign(used) <= 0)
+            continue;
+        tly_loadkey_add(k, tly_frac_make(used.nanos, cap->q.nanos));
+    }
+}
+
+static int cmp_cand_key(const void *pa, const void *pb)
+{
+    const cand *a = pa, *b = pb;
+    int c = tly_loadkey_cmp(&a->key, &b->key);
+    /* Stable: equal keys keep name order (candidates come in name order). */
+    return c ? c : (a->pod < b->pod ? -1 : a->pod > b->pod);
+}
+
+/* Chooses among n candidates; returns the Pod index. */
+static uint32_t choose(const tly_runsched *rs, uint32_t i, cand *c, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        load_key(&rs->pods[c[k].pod], &rs->runs[i].request, &c[k].key);
+    const tly_run *run = rs->runs[i].res.run;
+    uint32_t best;
+    if (run->naffinity_preferred == 0 && run->nanti_preferred == 0) {
+        /* The seed's rule directly: least key, then name (pod order is name order). */
+        best = 0;
+        for (uint32_t k = 1; k < n; k++)
+            if (tly_loadkey_cmp(&c[k].key, &c[best].key) < 0)
+                best = k;
+    } else {
+        /* kruntimes' aggregation: rank-normalised LeastLoaded + PreferredRunAffinity. */
+        qsort(c, n, sizeof *c, cmp_cand_key);
+        for (uint32_t k = 0, start = 0; k < n; k++) {
+            if (k > 0 && tly_loadkey_cmp(&c[k].key, &c[k - 1].key) != 0)
+                start = k;
+            c[k].total = n == 1 ? 100 : (int64_t)(n - 1 - start) * 100 / (int64_t)(n - 1);
+        }
+        int64_t max = 0;
+        int64_t *raw = tly_xmalloc(n * sizeof *raw);
+        for (uint32_t k = 0; k < n; k++) {
+            raw[k] = preferred_raw(rs, i, rs->pods[c[k].pod].res.pod);
+            if (raw[k] > max)
+                max = raw[k];
+        }
+        for (uint32_t k = 0; k < n; k++)
+            c[k].total += max > 0 ? raw[k] * 100 / max : 0;
+        free(raw);
+        best = 0;
+        for (uint32_t k = 1; k < n; k++) {
+            const char *nb = rs->pods[c[best].pod].res.pod->meta.name;
+            const char *nk = rs->pods[c[k].pod].res.pod->meta.name;
+            if (c[k].total > c[best].total || (c[k].total == c[best].total && strcmp(nk, nb) < 0))
+                best = k;
+        }
+    }
+    uint32_t pod = c[best].pod;
+    for (uint32_t k = 0; k < n; k++)
+        tly_loadkey_free(&c[k].key);
+    return pod;
+}
+
+/* ---- one scheduling cycle -------------------------------------------------- */
+
+static void set_pending(tly_runsched *rs, uint32_t i, const char *reason, char *message)
+{
+    rrun *r = &rs->runs[i];
+    r->res.reason = reason;
+    r->res.message = message;
+    wait_in_group(rs, i);
+}
+
+static char *qty_text(tly_arena *a, tly_qty q)
+{
+    char buf[TLY_QTY_BUFSZ];
+    tly_qty_format(q, buf, sizeof buf);
+    return tly_arena_strdup(a, buf);
+}
+
+/*
+** Explains why no available Pod fits: the resource that blocked the most
+** Pods (ties by name), with the most that any Pod has free.
+*/
+static char *capacity_message(tly_runsched *rs, uint32_t i, const rgroup *g)
+{
+    const rrun *r = &rs->runs[i];
+    uint32_t best_id = TLY_NAME_NONE, best_count = 0;
+    for (uint32_t q = 0; q < r->request.n; q++) {
+        const tly_rq *req = &r->request.v[q];
+        uint32_t count = 0;
+        for (uint32_t k = 0; k < g->npods; k++) {
+            const rpod *p = &rs->pods[g->pods[k]];
+            if (p->res.state != TLY_RPOD_AVAILABLE)
+                continue;
+            tly_qty total;
+            if (tly_qty_add(tly_rvec_get(&p->used, req->id), req->q, &total) != TLY_OK ||
+                tly_qty_cmp(total, tly_rlist_get(&p->cap, req->id, NULL)) > 0)
+                count++;
+        }
+        const char *name = tly_names_str(rs->names, req->id);
+        if (count > best_count ||
+            (count == best_count && count > 0 && strcmp(name, tly_names_str(rs->names, best_id)) < 0)) {
+            best_count = count;
+            best_id = req->id;
+        }
+    }
+    if (best_id == TLY_NAME_NONE)
+        return tly_arena_printf(rs->a, "no available Runtime Pod of runtime \"%s\" fits the Run",
+                                g->runtime);
+    const char *name = tly_names_str(rs->names, best_id);
+    bool advertised = false, any = false;
+    tly_qty most = {0, TLY_QFMT_DECIMAL_SI};
+    for (uint32_t k = 0; k < g->npods; k++) {
+        const rpod *p = &rs->pods[g->pods[k]];
+        if (p->res.state != TLY_RPOD_AVAILABLE)
+            continue;
+        bool found;
+        tly_qty cap = tly_rlist_get(&p->cap, best_id, &found);
+        if (!found)
+            continue;
+        advertised = true;
+        tly_qty free_q;
+        if (tly_qty_sub(cap, tly_rvec_get(&p->used, best_id), &free_q) != TLY_OK)
+            continue;
+        if (!any || tly_qty_cmp(free_q, most) > 0)
+            most = free_q;
+        any = true;
+    }
+    if (!advertised)
+        return tly_arena_printf(rs->a,
+                                "no available Runtime Pod of runtime \"%s\" advertises %s",
+                                g->runtime, name);
+    if (tly_qty_sign(most) < 0)
+        most = (tly_qty){0, TLY_QFMT_DECIMAL_SI};
+    return tly_arena_printf(rs->a,
+                            "no available Runtime Pod of runtime \"%s\" has room for %s "
+                            "(requested %s, the most free on one Pod is %s)",
+                            g->runtime, name,
+                            qty_text(rs->a, tly_rlist_get(&r->request, best_id, NULL)),
+                            qty_text(rs->a, most));
+}
+
+static char *unavailable_message(tly_runsched *rs, const rgroup *g)
+{
+    uint32_t counts[TLY_RPOD_STALE_HEARTBEAT + 1] = {0};
+    for (uint32_t k = 0; k < g->npods; k++)
+        counts[rs->pods[g->pods[k]].res.state]++;
+    char buf[256];
+    size_t len = 0;
+    for (int st = TLY_RPOD_NOT_RUNNING; st <= TLY_RPOD_STALE_HEARTBEAT; st++) {
+        if (!counts[st])
+            continue;
+        int n = snprintf(buf + len, sizeof buf - len, "%s%u %s", len ? ", " : "", counts[st],
+                         tly_rpod_state_text((tly_rpod_state)st));
+        if (n > 0 && (size_t)n < sizeof buf - len)
+            len += (size_t)n;
+    }
+    return tly_arena_printf(rs->a, "no available Runtime Pod for runtime \"%s\" (%u %s: %s)",
+                            g->runtime, g->npods, g->npods == 1 ? "Pod" : "Pods", buf);
+}
+
+int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
+{
+    rrun *r = &rs->runs[i];
+    rs->cycles++;
+    if (r->res.phase != TLY_RUN_PENDING || r->assumed)
+        return -1;
+    const tly_run *run = r->res.run;
+    r->res.reason = NULL;
+    r->res.message = NULL;
+    /* PreFilter: the request must be valid; an invalid one is terminal. */
+    if (r->bad) {
+        r->res.phase = TLY_RUN_FAILED;
+        r->res.reason = TLY_REASON_INVALID_RESOURCES;
+        r->res.message = tly_arena_printf(rs->a, "resource request \"%s\" must be a non-negative integer",
+                                          r->bad);
+        return -1;
+    }
+    if (r->group < 0)
+        return -1;
+    rgroup *g = &rs->groups[r->group];
+    if (g->npods == 0) {
+        set_pending(rs, i, TLY_REASON_PODS_UNAVAILABLE,
+                    tly_arena_printf(rs->a,
+                                     "no Runtime Pods for runtime \"%s\" (no Pod labelled "
+                                     "runtime=%s in namespace %s)",
+                                     g->runtime, g->runtime, g->ns));
+        return -1;
+    }
+    cand *c = tly_xmalloc(g->npods * sizeof *c);
+    uint32_t n = 0, navail = 0, nfit = 0, naff = 0, nanti = 0;
+    for (uint32_t k = 0; k < g->npods; k++) {
+        rpod *p = &rs->pods[g->pods[k]];
+        if (p->res.state != TLY_RPOD_AVAILABLE)
+            continue;
+        navail++;
+        if (!tly_rvec_fits(&p->used, &r->request, &p->cap, NULL))
+            continue;
+        nfit++;
+        int af = affinity_filter(rs, i, p->res.pod);
+        if (af == 1) {
+            naff++;
+            continue;
+        }
+        if (af == 2) {
+            nanti++;
+            continue;
+        }
+        c[n++].pod = g->pods[k];
+    }
+    if (n == 0) {
+        free(c);
+        (void)run;
+        if (navail == 0)
+            set_pending(rs, i, TLY_REASON_PODS_UNAVAILABLE, unavailable_message(rs, g));
+        else if (naff)
+            set_pending(rs, i, TLY_REASON_UNSATISFIED_AFFINITY,
+                        tly_arena_printf(rs->a,
+                                         "no available Runtime Pod of runtime \"%s\" with room "
+                                         "for the Run satisfies its required Run affinity",
+                                         g->runtime));
+        else if (nanti)
+            set_pending(rs, i, TLY_REASON_UNSATISFIED_ANTI_AFFINITY,
+                        tly_arena_printf(rs->a,
+                                         "every available Runtime Pod of runtime \"%s\" with room "
+                                         "for the Run violates its required Run anti-affinity",
+                                         g->runtime));
+        else
+            set_pending(rs, i, TLY_REASON_INSUFFICIENT_CAPACITY, capacity_message(rs, i, g));
+        (void)nfit;
+        return -1;
+    }
+    uint32_t pod = choose(rs, i, c, n);
+    free(c);
+    /* Reserve: re-check on the chosen Pod, then assume the request there. */
+    rpod *p = &rs->pods[pod];
+    if (!tly_rvec_fits(&p->used, &r->request, &p->cap, NULL))
+        return -1;
+    tly_rvec_add_list(&p->used, &r->request);
+    r->counted = true;
+    r->assumed = true;
+    r->res.pod = (int32_t)pod;
+    return (int32_t)pod;
+}
+
+void tly_runsched_bind(tly_runsched *rs, uint32_t i)
+{
+    rrun *r = &rs->runs[i];
+    if (!r->assumed)
+        return;
+    r->assumed = false;
+    r->res.phase = TLY_RUN_SCHEDULED;
+    r->res.assigned = rs->pods[r->res.pod].res.pod->meta.name;
+    r->res.placed = true;
+    r->sched_time = rs->have_clock ? rs->now : 0;
+    rs->pods[r->res.pod].dirty = true;
+}
+
+static void uncount(tly_runsched *rs, rrun *r)
+{
+    if (r->counted && r->res.pod >= 0) {
+        tly_rvec_sub_list(&rs->pods[r->res.pod].used, &r->request);
+        r->counted = false;
+    }
+}
+
+void tly_runsched_bind_failed(tly_runsched *rs, uint32_t i)
+{
+    rrun *r = &rs->runs[i];
+    if (!r->assumed)
+        return;
+    uncount(rs, r);
+    r->assumed = false;
+    int32_t g = rs->pods[r->res.pod].group;
+    r->res.pod = -1;
+    wake_group(rs, g);
+    enqueue(rs, i);
+}
+
+/* ---- runtimed admission ----------------------------------------------------- */
+
+static int cmp_sched(const void *pa, const void *pb, void *ctx)
+{
+    const rrun *runs = ctx;
+    const rrun *a = &runs[*(const uint32_t *)pa], *b = &runs[*(const uint32_t *)pb];
+    if (a->sched_time != b->sched_time)
+        return a->sched_time < b->sched_time ? -1 : 1;
+    return strcmp(a->res.run->meta.name, b->res.run->meta.name);
+}
+
+/* Pod p's runtimed admits its Scheduled Runs, oldest Scheduled first. */
+static void admit_pod(tly_runsched *rs, uint32_t pi)
+{
+    rpod *p = &rs->pods[pi];
+    p->dirty = false;
+    /* The waiters are re-checked with the rest; the list only records them. */
+    char **keys;
+    uint32_t nk = tly_runtimed_take_waiters(p->rd, &keys);
+    tly_runtimed_free_keys(keys, nk);
+    uint32_t *todo = tly_xmalloc((rs->nruns + 1) * sizeof *todo), n = 0;
+    for (uint32_t i = 0; i < rs->nruns; i++) {
+        rrun *r = &rs->runs[i];
+        if (r->res.pod == (int32_t)pi && r->res.phase == TLY_RUN_SCHEDULED && !r->assumed)
+            todo[n++] = i;
+    }
+    qsort_r(todo, n, sizeof *todo, cmp_sched, rs->runs);
+    for (uint32_t k = 0; k < n; k++) {
+        rrun *r = &rs->runs[todo[k]];
+        if (p->res.state != TLY_RPOD_AVAILABLE) {
+            r->res.reason = NULL;
+            r->res.message = tly_arena_printf(
+                rs->a, "assigned to Runtime Pod %s, which is %s: runtimed admits the Run when it is available",
+                p->res.pod->meta.name, tly_rpod_state_text(p->res.state));
+            continue;
+        }
+        if (r->bad) {
+            /* kruntimes' scheduler would have failed it; runtimed cannot size it. */
+            r->res.reason = NULL;
+            r->res.message = tly_arena_printf(rs->a, "resource request \"%s\" must be a non-negative integer; runtimed cannot admit it", r->bad);
+            continue;
+        }
+        uint32_t bad = TLY_NAME_NONE;
+        int rc = tly_runtimed_reserve(p->rd, r->key, &r->request, &bad);
+        if (rc == TLY_OK) {
+            r->res.phase = TLY_RUN_RUNNING;
+            r->res.reason = NULL;
+            r->res.message = NULL;
+            r->res.admitted = true;
+            continue;
+        }
+        tly_runtimed_wait(p->rd, r->key);
+        tly_rvec use;
+        tly_rvec_init(&use);
+        tly_runtimed_usage(p->rd, &use);
+        tly_qty free_q;
+        if (tly_qty_sub(tly_rlist_get(&p->cap, bad, NULL), tly_rvec_get(&use, bad), &free_q) != TLY_OK ||
+            tly_qty_sign(free_q) < 0)
+            free_q = (tly_qty){0, TLY_QFMT_DECIMAL_SI};
+        tly_rvec_free(&use);
+        r->res.reason = TLY_REASON_INSUFFICIENT_LOCAL;
+        r->res.message = tly_arena_printf(
+            rs->a, "runtimed on %s has no room for %s (requested %s, %s free); the Run stays Scheduled until a local Run ends or capacity changes",
+            p->res.pod->meta.name, tly_names_str(rs->names, bad),
+            qty_text(rs->a, tly_rlist_get(&r->request, bad, NULL)), qty_text(rs->a, free_q));
+    }
+    free(todo);
+}
+
+/* ---- the loop and events ---------------------------------------------------- */
+
+void tly_runsched_run(tly_runsched *rs)
+{
+    for (;;) {
+        while (rs->qhead < rs->qtail) {
+            uint32_t i = rs->queue[rs->qhead++];
+            rs->runs[i].queued = false;
+            if (tly_runsched_reserve(rs, i) >= 0)
+                tly_runsched_bind(rs, i);
+        }
+        bool any = false;
+        for (uint32_t p = 0; p < rs->npods; p++)
+            if (rs->pods[p].dirty) {
+                admit_pod(rs, p);
+                any = true;
+            }
+        if (!any || rs->qhead == rs->qtail)
+            break;
+    }
+}
+
+void tly_runsched_finish(tly_runsched *rs, uint32_t i, tly_run_phase terminal)
+{
+    rrun *r = &rs->runs[i];
+    bool was_active = r->counted || r->assumed;
+    uncount(rs, r);
+    r->assumed = false;
+    r->res.phase = terminal;
+    r->res.reason = NULL;
+    r->res.message = NULL;
+    if (r->res.pod >= 0) {
+        rpod *p = &rs->pods[r->res.pod];
+        if (tly_runtimed_release(p->rd, r->key) || tly_runtimed_has_waiters(p->rd))
+            p->dirty = true;
+        if (was_active)
+            wake_group(rs, p->group);
+    }
+}
+
+void tly_runsched_set_capacity(tly_runsched *rs, uint32_t pod, const tly_rlist *capacity)
+{
+    rpod *p = &rs->pods[pod];
+    p->cap.v = tly_arena_alloc(rs->a, (capacity->n + 1) * sizeof *p->cap.v);
+    memcpy(p->cap.v, capacity->v, capacity->n * sizeof *p->cap.v);
+    p->cap.n = capacity->n;
+    tly_runtimed_set_capacity(p->rd, &p->cap);
+    p->dirty = true;
+    wake_group(rs, p->group);
+}
+
+/* ---- results ------------------------------------------------------------------ */
+
+uint32_t tly_runsched_nruns(const tly_runsched *rs) { return rs->nruns; }
+
+const tly_rs_run_result *tly_runsched_run_at(const tly_runsched *rs, uint32_t i)
+{
+    return i < rs->nruns ? &rs->runs[i].res : NULL;
+}
+
+uint32_t tly_runsched_npods(const tly_runsched *rs) { return rs->npods; }
+
+const tly_rs_pod_result *tly_runsched_pod_at(tly_runsched *rs, uint32_t i)
+{
+    if (i >= rs->npods)
+        return NULL;
+    rpod *p = &rs->pods[i];
+    tly_rvec_clear(&p->res.admitted);
+    tly_runtimed_usage(p->rd, &p->res.admitted);
+    return &p->res;
+}
+
+int32_t tly_runsched_find_run(const tly_runsched *rs, const char *ns, const char *name)
+{
+    char buf[512];
+    int len = snprintf(buf, sizeof buf, "%s\x1f%s", ns, name);
+    if (len < 0 || (size_t)len >= sizeof buf)
+        return -1;
+    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->runmap, buf, (size_t)len);
+    return (int32_t)v - 1;
+}
+
+int32_t tly_runsched_find_pod(const tly_runsched *rs, const char *ns, const char *name)
+{
+    char buf[512];
+    int len = snprintf(buf, sizeof buf, "%s\x1f%s", ns, name);
+    if (len < 0 || (size_t)len >= sizeof buf)
+        return -1;
+    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->podmap, buf, (size_t)len);
+    return (int32_t)v - 1;
+}
+
+uint64_t tly_runsched_cycles(const tly_runsched *rs) { return rs->cycles; }
