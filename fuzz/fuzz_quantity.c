@@ -8,7 +8,11 @@
 **   - tly_qty_format() writes a NUL-terminated canonical text shorter than
 **     TLY_QTY_BUFSZ whose length it returns;
 **   - the canonical text parses again, to the same value (tly_qty_cmp == 0),
-**     and formats to the same canonical text (formatting is a fixed point);
+**     and formats to the same canonical text. The one exception is upstream's:
+**     a BinarySI whole number that is not a multiple of 1024 prints with no
+**     suffix ("1.953125Ki" is "2000"), and that text parses as DecimalSI,
+**     whose canonical form may differ ("2000" is "2k"); so for such a value
+**     the target checks that the second canonical text is a fixed point;
 **   - tly_qty_add(a, tly_qty_neg(a)) succeeds and is zero, and
 **     tly_qty_neg(tly_qty_neg(a)) == a;
 **   - tly_qty_value() and tly_qty_milli() do not crash, and when both succeed
@@ -55,6 +59,19 @@ static size_t format_checked(tly_qty q, char *buf, const char *s, size_t len)
     return n;
 }
 
+/* Whether s is an optional '-' and digits only (no suffix, point or exponent). */
+static int bare_integer(const char *s)
+{
+    if (*s == '-')
+        s++;
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return 0;
+    return 1;
+}
+
 /* The single-quantity properties of one text that parsed to q. */
 static void check_one(const char *s, size_t len, tly_qty q)
 {
@@ -69,8 +86,22 @@ static void check_one(const char *s, size_t len, tly_qty q)
         fail("canonical text parses to a different value", s, len);
     size_t m = format_checked(r, again, s, len);
     if (m != n || memcmp(canon, again, n) != 0) {
-        fprintf(stderr, "fuzz_quantity: canonical \"%s\" reformats as \"%s\"\n", canon, again);
-        fail("canonical form is not a fixed point", s, len);
+        if (!(q.fmt == TLY_QFMT_BINARY_SI && bare_integer(canon))) {
+            fprintf(stderr, "fuzz_quantity: canonical \"%s\" reformats as \"%s\"\n", canon,
+                    again);
+            fail("canonical form is not a fixed point", s, len);
+        }
+        /* The bare BinarySI case: one more round must be stable. */
+        char third[TLY_QTY_BUFSZ];
+        tly_qty r2;
+        if (tly_qty_parse(again, m, &r2) != TLY_OK || tly_qty_cmp(r2, q) != 0)
+            fail("second canonical text does not parse to the same value", s, len);
+        size_t k = format_checked(r2, third, s, len);
+        if (k != m || memcmp(again, third, m) != 0) {
+            fprintf(stderr, "fuzz_quantity: canonical \"%s\" reformats as \"%s\"\n", again,
+                    third);
+            fail("second canonical form is not a fixed point", s, len);
+        }
     }
 
     tly_qty neg = tly_qty_neg(q), zero;

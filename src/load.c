@@ -679,6 +679,13 @@ static int load_named_buffer(tly_store *s, const char *name, const char *buf, si
     return L.errors;
 }
 
+int tly_store_load_object(tly_store *s, const char *name, const tly_node *root)
+{
+    loader L = {.s = s, .file = tly_arena_strdup(s->arena, name)};
+    handle_object(&L, root);
+    return L.errors;
+}
+
 int tly_store_load_string(tly_store *s, const char *name, const char *text, size_t len)
 {
     return load_named_buffer(s, name, text, len, false);

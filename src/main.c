@@ -20,6 +20,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     {"simulate", tly_cmd_simulate, "load a cluster and run the scheduling engine over it"},
     {"validate", tly_cmd_validate, "check objects as the API server and the webhook would"},
+    {"admit", tly_cmd_admit, "decide one AdmissionReview (stdin) against a state"},
     {"quantity", tly_cmd_quantity, "parse and print Kubernetes quantities"},
 };
 

@@ -55,6 +55,13 @@ int tly_store_load_path(tly_store *s, const char *path);
 /* Loads YAML or JSON text; `name` is what diagnostics call the input. */
 int tly_store_load_string(tly_store *s, const char *name, const char *text, size_t len);
 
+/*
+** Decodes one object from an already parsed tree (an AdmissionReview's
+** request.object) into the store; `name` is what diagnostics call it.
+** Returns the number of errors recorded.
+*/
+int tly_store_load_object(tly_store *s, const char *name, const tly_node *root);
+
 /* Sorts every kind by (namespace, name), drops replaced duplicates, builds indexes. */
 void tly_store_finish(tly_store *s);
 

@@ -11,5 +11,6 @@
 int tly_cmd_quantity(int argc, char **argv);
 int tly_cmd_validate(int argc, char **argv);
 int tly_cmd_simulate(int argc, char **argv);
+int tly_cmd_admit(int argc, char **argv);
 
 #endif

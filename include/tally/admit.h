@@ -1,0 +1,49 @@
+/*
+** admit.h: admission decisions on Kubernetes AdmissionReviews, shared by
+** `tally admit` (one review on stdin) and `tally serve` (the webhook).
+**
+** A decision is made against a finished, read-only state store (the cluster
+** as tally knows it) and never changes it, so many requests can be decided
+** at once against one store, and dry-run reviews need no special path.
+**
+** Handled (contract section 5):
+**  - CREATE and UPDATE of Queue, AccountedResource and Run: the validator's
+**    per-object rules, plus the cross-object ones with the whole state in
+**    view: a Queue may not reference an AccountedResource or parent that is
+**    not in the state; a Run's request values must be non-negative integers
+**    and its spec.resources (and spec.runtime, spec.mode) cannot change on
+**    UPDATE (kruntimes' CEL rule).
+** Any other request is allowed with a warning that tally does not decide it.
+*/
+#ifndef TALLY_ADMIT_H
+#define TALLY_ADMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tally/store.h"
+
+typedef struct {
+    char *uid;          /* request.uid, echoed */
+    bool allowed;
+    char *message;      /* why it was denied (NULL when allowed) */
+    char **warnings;
+    size_t nwarnings;
+    bool dry_run;
+} tly_admit_result;
+
+/*
+** Decides the AdmissionReview in body[0..len) against state. Returns TLY_OK
+** with *res filled, or TLY_EINVAL when the body is not a readable
+** admission.k8s.io/v1 AdmissionReview with a request and a uid (err says
+** why). Free the result with tly_admit_result_free().
+*/
+int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_admit_result *res,
+                     char *err, size_t errlen);
+void tly_admit_result_free(tly_admit_result *res);
+
+/* Writes the AdmissionReview response for res (pretty when asked). */
+void tly_admit_write_response(FILE *out, const tly_admit_result *res, bool pretty);
+
+#endif

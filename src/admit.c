@@ -1,0 +1,268 @@
+/*
+** admit.c: admission decisions (admit.h).
+**
+** The reviewed object is decoded into a small store of its own with the same
+** decoders `tally validate` uses, so a field problem reads the same in both;
+** the cross-object checks then look the references up in the (read-only)
+** state. The object itself is never added to the state.
+*/
+#include "tally/admit.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/error.h"
+#include "tally/json.h"
+#include "tally/kruntimes.h"
+
+typedef struct {
+    tly_admit_result *res;
+    char *denial;   /* "; "-joined reasons */
+} decision;
+
+static void deny(decision *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void deny(decision *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        tly_oom();
+    va_end(ap);
+    if (!d->denial) {
+        d->denial = msg;
+        return;
+    }
+    char *joined = NULL;
+    if (asprintf(&joined, "%s; %s", d->denial, msg) < 0)
+        tly_oom();
+    free(d->denial);
+    free(msg);
+    d->denial = joined;
+}
+
+static void warn(decision *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void warn(decision *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        tly_oom();
+    va_end(ap);
+    tly_admit_result *r = d->res;
+    r->warnings = tly_xrealloc(r->warnings, (r->nwarnings + 1) * sizeof *r->warnings);
+    r->warnings[r->nwarnings++] = msg;
+}
+
+static const char *str_at(const tly_node *n, const char *path)
+{
+    const tly_node *v = tly_node_path(n, path);
+    return (v && v->type == TLY_N_STRING) ? v->str : NULL;
+}
+
+/* The object's own problems, as the validator reports them. */
+static void object_problems(decision *d, tly_store *obj)
+{
+    tly_diags *g = tly_store_diags(obj);
+    tly_diags_sort(g);
+    for (size_t i = 0; i < tly_diags_count(g); i++) {
+        const tly_diag *x = tly_diags_get(g, i);
+        if (x->sev == TLY_SEV_ERROR)
+            deny(d, "%s%s%s", x->field ? x->field : "", x->field ? ": " : "", x->msg);
+        else if (x->sev == TLY_SEV_WARNING)
+            warn(d, "%s%s%s", x->field ? x->field : "", x->field ? ": " : "", x->msg);
+    }
+}
+
+static void check_queue(decision *d, const tly_store *state, const tly_queue *q)
+{
+    if (q->parent && *q->parent && strcmp(q->parent, q->meta.name) != 0 &&
+        !tly_store_find(state, TLY_K_QUEUE, NULL, q->parent))
+        deny(d, "spec.parentQueue: parent queue \"%s\" does not exist", q->parent);
+    if (q->parent && strcmp(q->parent, q->meta.name) == 0)
+        deny(d, "spec.parentQueue: a queue cannot be its own parent");
+    for (uint32_t i = 0; i < q->naccrefs; i++)
+        if (q->accrefs[i].ref && *q->accrefs[i].ref &&
+            !tly_store_find(state, TLY_K_ACCOUNTED_RESOURCE, NULL, q->accrefs[i].ref))
+            deny(d, "spec.accountedResources[%u].resourceRef: AccountedResource \"%s\" does not exist",
+                 i, q->accrefs[i].ref);
+}
+
+/* Same request (names and values) in both Runs? */
+static bool same_requests(const tly_run *a, const tly_run *b)
+{
+    if (a->has_resources != b->has_resources || a->nrequests != b->nrequests)
+        return false;
+    for (uint32_t i = 0; i < a->nrequests; i++) {
+        bool found = false;
+        for (uint32_t j = 0; j < b->nrequests; j++)
+            if (strcmp(a->requests[i].name, b->requests[j].name) == 0) {
+                found = strcmp(a->requests[i].text, b->requests[j].text) == 0 ||
+                        (a->requests[i].valid && b->requests[j].valid &&
+                         tly_qty_cmp(a->requests[i].q, b->requests[j].q) == 0);
+                break;
+            }
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static void check_run(decision *d, const tly_store *state, const tly_run *run, const tly_run *old)
+{
+    if (old) {
+        if (!same_requests(run, old))
+            deny(d, "spec.resources: is immutable after Run creation");
+        if (!same_str(run->runtime, old->runtime))
+            deny(d, "spec.runtime: is immutable after Run creation");
+        if (!same_str(run->mode, old->mode))
+            deny(d, "spec.mode: is immutable after Run creation");
+    }
+    if (run->runtime && *run->runtime &&
+        !tly_store_find(state, TLY_K_RUNTIME, run->meta.ns, run->runtime)) {
+        uint32_t n;
+        tly_store_runtime_pods(state, run->meta.ns, run->runtime, &n);
+        if (n == 0)
+            warn(d, "spec.runtime: no Runtime \"%s\" in namespace %s; the Run stays Pending until one exists",
+                 run->runtime, run->meta.ns);
+    }
+}
+
+int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_admit_result *res,
+                     char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    tly_arena *a = tly_arena_create(16 * 1024);
+    int rc = TLY_EINVAL;
+    tly_node *review = tly_parse_value(body, len, a);
+    const char *api = review ? str_at(review, "apiVersion") : NULL;
+    const char *kind = review ? str_at(review, "kind") : NULL;
+    const tly_node *req = review ? tly_node_get(review, "request") : NULL;
+    const char *uid = req ? str_at(req, "uid") : NULL;
+    if (!review || review->type != TLY_N_MAP) {
+        snprintf(err, errlen, "stdin is not a JSON or YAML object");
+        goto out;
+    }
+    if (!api || strcmp(api, "admission.k8s.io/v1") != 0 || !kind ||
+        strcmp(kind, "AdmissionReview") != 0) {
+        snprintf(err, errlen, "expected apiVersion admission.k8s.io/v1 and kind AdmissionReview");
+        goto out;
+    }
+    if (!req || req->type != TLY_N_MAP || !uid) {
+        snprintf(err, errlen, "the AdmissionReview has no request with a uid");
+        goto out;
+    }
+    res->uid = tly_xstrdup(uid);
+    const tly_node *dry = tly_node_get(req, "dryRun");
+    res->dry_run = dry && dry->type == TLY_N_BOOL && dry->bval;
+    rc = TLY_OK;
+
+    decision d = {.res = res};
+    const char *op = str_at(req, "operation");
+    const char *rkind = str_at(req, "kind.kind");
+    const char *sub = str_at(req, "subResource");
+    const tly_node *object = tly_node_get(req, "object");
+    bool create = op && !strcmp(op, "CREATE"), update = op && !strcmp(op, "UPDATE");
+    bool ours = rkind && (!strcmp(rkind, "Queue") || !strcmp(rkind, "AccountedResource") ||
+                          !strcmp(rkind, "Run"));
+    if (!ours || (!create && !update) || (sub && *sub)) {
+        res->allowed = true;
+        warn(&d, "tally does not decide %s %s%s%s; allowed", op ? op : "?", rkind ? rkind : "?",
+             sub && *sub ? "/" : "", sub && *sub ? sub : "");
+        goto done;
+    }
+    if (!object || object->type != TLY_N_MAP) {
+        deny(&d, "request.object: missing");
+        goto done;
+    }
+    const tly_node *oldo = update ? tly_node_get(req, "oldObject") : NULL;
+    int k = !strcmp(rkind, "Queue") ? TLY_K_QUEUE
+            : !strcmp(rkind, "Run") ? TLY_K_RUN : TLY_K_ACCOUNTED_RESOURCE;
+    /* Each object is decoded into a store of its own, with the validator's decoders. */
+    tly_store *obj = tly_store_create();
+    tly_store_load_object(obj, "request.object", object);
+    tly_store_finish(obj);
+    tly_store *olds = NULL;
+    const tly_meta *m = tly_store_count(obj, k) ? tly_store_at(obj, k, 0) : NULL, *old = NULL;
+    if (oldo && oldo->type == TLY_N_MAP) {
+        olds = tly_store_create();
+        tly_store_load_object(olds, "request.oldObject", oldo);
+        tly_store_finish(olds);
+        old = tly_store_count(olds, k) ? tly_store_at(olds, k, 0) : NULL;
+    }
+    object_problems(&d, obj);
+    if (!m) {
+        deny(&d, "request.object: is not a %s tally can read", rkind);
+    } else if (k == TLY_K_QUEUE) {
+        check_queue(&d, state, (const tly_queue *)m);
+    } else if (k == TLY_K_RUN) {
+        check_run(&d, state, (const tly_run *)m, (const tly_run *)old);
+    }
+    if (olds)
+        tly_store_destroy(olds);
+    tly_store_destroy(obj);
+done:
+    res->allowed = d.denial == NULL;
+    res->message = d.denial;
+out:
+    tly_arena_destroy(a);
+    return rc;
+}
+
+void tly_admit_result_free(tly_admit_result *res)
+{
+    free(res->uid);
+    free(res->message);
+    for (size_t i = 0; i < res->nwarnings; i++)
+        free(res->warnings[i]);
+    free(res->warnings);
+    memset(res, 0, sizeof *res);
+}
+
+void tly_admit_write_response(FILE *out, const tly_admit_result *res, bool pretty)
+{
+    tly_json j;
+    tly_json_init(&j, out, pretty);
+    tly_json_begin_object(&j);
+    tly_json_key(&j, "apiVersion");
+    tly_json_string(&j, "admission.k8s.io/v1");
+    tly_json_key(&j, "kind");
+    tly_json_string(&j, "AdmissionReview");
+    tly_json_key(&j, "response");
+    tly_json_begin_object(&j);
+    tly_json_key(&j, "uid");
+    tly_json_string(&j, res->uid);
+    tly_json_key(&j, "allowed");
+    tly_json_bool(&j, res->allowed);
+    if (!res->allowed) {
+        tly_json_key(&j, "status");
+        tly_json_begin_object(&j);
+        tly_json_key(&j, "code");
+        tly_json_int(&j, 403);
+        tly_json_key(&j, "reason");
+        tly_json_string(&j, "Forbidden");
+        tly_json_key(&j, "message");
+        tly_json_string(&j, res->message);
+        tly_json_end_object(&j);
+    }
+    if (res->nwarnings) {
+        tly_json_key(&j, "warnings");
+        tly_json_begin_array(&j);
+        for (size_t i = 0; i < res->nwarnings; i++)
+            tly_json_string(&j, res->warnings[i]);
+        tly_json_end_array(&j);
+    }
+    tly_json_end_object(&j);
+    tly_json_end_object(&j);
+    if (!pretty)
+        fputc('\n', out);
+}
