@@ -70,6 +70,15 @@ void tly_dx_error(tly_dctx *dx, const tly_node *at, const char *key, const char 
     va_end(ap);
 }
 
+void tly_dx_invalid(tly_dctx *dx, const tly_node *at, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    dx_report(dx, TLY_SEV_ERROR, at, key, fmt, ap);
+    va_end(ap);
+    dx->errors--;  /* reported, but the object stays usable */
+}
+
 void tly_dx_warn(tly_dctx *dx, const tly_node *at, const char *key, const char *fmt, ...)
 {
     va_list ap;

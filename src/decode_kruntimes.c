@@ -112,12 +112,19 @@ static void decode_run_requests(tly_dctx *dx, const tly_node *resources, tly_run
             continue;
         }
         int64_t v = 0;
+        bool parsed = false;
         if (tly_node_is_scalar(kid)) {
             r->text = tly_arena_strndup(dx->arena, kid->str, kid->len);
-            r->valid = tly_qty_parse(kid->str, kid->len, &r->q) == TLY_OK &&
-                       tly_qty_literal_int64(kid->str, kid->len, &v) == TLY_OK && v >= 0;
+            parsed = tly_qty_parse(kid->str, kid->len, &r->q) == TLY_OK;
+            r->valid = parsed && tly_qty_literal_int64(kid->str, kid->len, &v) == TLY_OK && v >= 0;
         }
-        if (!r->valid)
+        /* A quantity that is not a non-negative integer (2000m, 1.0, -1) is a
+           readable Run that the scheduler fails (InvalidResources): the CRD
+           admits it. Text that is no quantity at all is unreadable input. */
+        if (!r->valid && parsed)
+            tly_dx_invalid(dx, kid, kid->key,
+                           "resource request \"%s\" must be a non-negative integer", kid->key);
+        else if (!r->valid)
             tly_dx_error(dx, kid, kid->key, "resource request \"%s\" must be a non-negative integer",
                          kid->key);
     }

@@ -82,8 +82,8 @@ static void capacity_entry(const tly_pod *p, const char *name, const char *text,
             tly_diags_add(d, TLY_SEV_WARNING, p->meta.src.file, p->meta.src.line,
                           p->meta.src.col, "Pod", tly_arena_printf(a, "%s/%s", p->meta.ns, p->meta.name),
                           where,
-                          "capacity \"%s\" for %s is not a positive quantity; ignored%s", text,
-                          name, strcmp(name, "runs") == 0 ? " (runs capacity stays 2)" : "");
+                          "capacity \"%s\" for %s is not a positive quantity; ignored", text,
+                          name);
         return;
     }
     tly_rlist_set(out, a, tly_names_intern(names, name, strlen(name)), q);

@@ -241,6 +241,11 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
             n->type = TLY_N_NULL;
         } else if (tok && fy_token_scalar_style(tok) == FYSS_PLAIN) {
             n->type = (uint8_t)tly_plain_scalar_type(text, len, &n->bval);
+        } else if (len == 0 && (!tok || (fy_token_scalar_style(tok) != FYSS_SINGLE_QUOTED &&
+                                         fy_token_scalar_style(tok) != FYSS_DOUBLE_QUOTED))) {
+            /* An empty value (`requests:` with nothing after it, an empty
+               document) is null, not the empty string. */
+            n->type = TLY_N_NULL;
         }
         n->str = tly_arena_strndup(a, text, len);
         n->len = (uint32_t)len;
@@ -795,7 +800,15 @@ int tly_store_load_path(tly_store *s, const char *path)
 tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
 {
     loader L = {.file = "<value>"};
-    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE};
+    struct fy_diag_cfg dcfg;
+    fy_diag_cfg_default(&dcfg);
+    dcfg.fp = NULL;
+    dcfg.output_fn = diag_sink;
+    dcfg.level = FYET_ERROR;
+    struct fy_diag *diag = fy_diag_create(&dcfg);
+    if (!diag)
+        tly_oom();
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE, .diag = diag};
     L.fyp = fy_parser_create(&cfg);
     if (!L.fyp)
         tly_oom();
@@ -828,5 +841,6 @@ tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
     }
     bool ok = !L.broken && L.errors == 0 && docs == 1;
     fy_parser_destroy(L.fyp);
+    fy_diag_destroy(diag);
     return ok ? root : NULL;
 }

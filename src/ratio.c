@@ -51,14 +51,58 @@
 /* 128-bit helpers                                                        */
 /* ---------------------------------------------------------------------- */
 
+/*
+** Binary (Stein's) gcd: shifts and subtractions instead of 128-bit
+** divisions, which the compiler turns into slow library calls. Values that
+** fit in 64 bits (every whole-unit capacity and usage in nano-units) take
+** the 64-bit path.
+*/
+static uint64_t tly_frac_gcd64(uint64_t a, uint64_t b)
+{
+    if (a == 0)
+        return b;
+    if (b == 0)
+        return a;
+    int shift = __builtin_ctzll(a | b);
+    a >>= __builtin_ctzll(a);
+    do {
+        b >>= __builtin_ctzll(b);
+        if (a > b) {
+            uint64_t t = a;
+            a = b;
+            b = t;
+        }
+        b -= a;
+    } while (b != 0);
+    return a << shift;
+}
+
+static int tly_frac_ctz128(tly_u128 x)
+{
+    uint64_t lo = (uint64_t)x;
+    return lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((uint64_t)(x >> 64));
+}
+
 static tly_u128 tly_frac_gcd(tly_u128 a, tly_u128 b)
 {
-    while (b != 0) {
-        tly_u128 t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
+    if ((a >> 64) == 0 && (b >> 64) == 0)
+        return tly_frac_gcd64((uint64_t)a, (uint64_t)b);
+    if (a == 0)
+        return b;
+    if (b == 0)
+        return a;
+    int shift = tly_frac_ctz128(a | b);
+    a >>= tly_frac_ctz128(a);
+    do {
+        b >>= tly_frac_ctz128(b);
+        if (a > b) {
+            tly_u128 t = a;
+            a = b;
+            b = t;
+        }
+        b -= a;
+    } while (b != 0);
+    return a << shift;
 }
 
 /* The full 256-bit product a*b as hi*2^128 + lo. */
@@ -81,6 +125,9 @@ static tly_frac tly_frac_reduce(tly_frac u)
     if (u.num == 0)
         return (tly_frac){0, 1};
     tly_u128 g = tly_frac_gcd(u.num, u.den);
+    /* 64-bit division where it suffices: 128-bit division is a library call. */
+    if (((u.num | u.den) >> 64) == 0)
+        return (tly_frac){(uint64_t)u.num / (uint64_t)g, (uint64_t)u.den / (uint64_t)g};
     return (tly_frac){u.num / g, u.den / g};
 }
 
@@ -95,6 +142,11 @@ int tly_frac_cmp(tly_frac a, tly_frac b)
 {
     if (a.den == b.den)
         return a.num < b.num ? -1 : a.num > b.num;
+    /* Both sides within 64 bits: one 128-bit product each, exactly. */
+    if (((a.num | a.den | b.num | b.den) >> 64) == 0) {
+        tly_u128 l = a.num * b.den, r = b.num * a.den;
+        return l < r ? -1 : l > r;
+    }
 
     tly_u128 lh, ll, rh, rl;
     tly_frac_mul256(a.num, b.den, &lh, &ll);
@@ -111,8 +163,14 @@ int tly_frac_cmp(tly_frac a, tly_frac b)
 static bool tly_frac_add_fast(tly_frac s, tly_frac u, tly_frac *out)
 {
     tly_u128 g = tly_frac_gcd(s.den, u.den);
-    tly_u128 sm = u.den / g; /* l / s.den */
-    tly_u128 um = s.den / g; /* l / u.den */
+    tly_u128 sm, um;
+    if (((s.den | u.den) >> 64) == 0) {
+        sm = (uint64_t)u.den / (uint64_t)g; /* l / s.den */
+        um = (uint64_t)s.den / (uint64_t)g; /* l / u.den */
+    } else {
+        sm = u.den / g;
+        um = s.den / g;
+    }
     tly_u128 l, n1, n2, n;
 
     if (__builtin_mul_overflow(s.den, sm, &l) ||

@@ -275,6 +275,8 @@ static void wake_group(tly_runsched *rs, int32_t gi)
     if (gi < 0)
         return;
     rgroup *g = &rs->groups[gi];
+    if (g->nwait == 0)
+        return;
     qsort_r(g->wait, g->nwait, sizeof *g->wait, cmp_order, rs->runs);
     for (uint32_t k = 0; k < g->nwait; k++) {
         rs->runs[g->wait[k]].waiting = false;
@@ -358,6 +360,7 @@ static int64_t preferred_raw(const tly_runsched *rs, uint32_t i, const tly_pod *
 
 typedef struct {
     uint32_t pod;
+    tly_frac max;       /* highest projected ratio (unreduced) */
     tly_loadkey key;
     int64_t total;
 } cand;
@@ -387,44 +390,167 @@ static int cmp_cand_key(const void *pa, const void *pb)
     return c ? c : (a->pod < b->pod ? -1 : a->pod > b->pod);
 }
 
+/*
+** Filter and the first half of the score in one pass over the Pod's
+** capacity (both lists are sorted by id): does every positive request fit
+** (usage + request <= capacity; a resource the Pod does not advertise never
+** fits), and what is the highest projected ratio (usage + request) /
+** capacity over the advertised resources? The ratio is left unreduced:
+** exact comparison does not need lowest terms, and skipping the gcd is what
+** keeps the common case cheap.
+*/
+static bool fit_max(const rpod *p, const tly_rlist *req, tly_frac *max)
+{
+    tly_frac best = {0, 1};
+    uint32_t j = 0;
+    for (uint32_t c = 0; c < p->cap.n; c++) {
+        const tly_rq *cap = &p->cap.v[c];
+        tly_i128 rq = 0;
+        for (; j < req->n && req->v[j].id < cap->id; j++)
+            if (req->v[j].q.nanos > 0)
+                return false;
+        if (j < req->n && req->v[j].id == cap->id)
+            rq = req->v[j++].q.nanos;
+        tly_i128 u = cap->id < p->used.n ? p->used.v[cap->id].nanos : 0, used;
+        if (__builtin_add_overflow(u, rq, &used))
+            return false;
+        if (rq > 0 && used > cap->q.nanos)
+            return false;
+        if (cap->q.nanos <= 0 || used <= 0)
+            continue;
+        tly_frac f = {(tly_u128)used, (tly_u128)cap->q.nanos};
+        if (tly_frac_cmp(f, best) > 0)
+            best = f;
+    }
+    for (; j < req->n; j++)
+        if (req->v[j].q.nanos > 0)
+            return false;
+    *max = best;
+    return true;
+}
+
+/*
+** The sum of Pod p's projected ratios as one unreduced fraction, in whole
+** units: den = the product of the capacities, num = the sum of each usage
+** times the other capacities. Exact; false when a value is not a whole
+** number of units below 2^32 or the product would overflow, and the caller
+** falls back to the general (gcd and bignum) sum of ratio.h. Ties on the
+** highest ratio are common (balanced Pods), and this keeps them cheap.
+*/
+static bool sum_units(const rpod *p, const tly_rlist *req, tly_frac *out)
+{
+    const uint64_t unit = 1000000000;
+    uint64_t used[16], cap[16];
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < p->cap.n; c++) {
+        const tly_rq *e = &p->cap.v[c];
+        if (e->q.nanos <= 0)
+            continue;
+        tly_i128 u = tly_rvec_get(&p->used, e->id).nanos + tly_rlist_get(req, e->id, NULL).nanos;
+        if (u <= 0)
+            continue;
+        /* 64-bit arithmetic: 128-bit division is a library call. */
+        if (n == 16 || (e->q.nanos >> 62) || (u >> 62))
+            return false;
+        uint64_t c64 = (uint64_t)e->q.nanos, u64 = (uint64_t)u;
+        if (c64 % unit || u64 % unit || c64 / unit >= (1ull << 32) || u64 / unit >= (1ull << 32))
+            return false;
+        cap[n] = c64 / unit;
+        used[n++] = u64 / unit;
+    }
+    tly_u128 den = 1, num = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (__builtin_mul_overflow(den, (tly_u128)cap[i], &den))
+            return false;
+    for (uint32_t i = 0; i < n; i++) {
+        tly_u128 term = used[i];
+        for (uint32_t j = 0; j < n; j++)
+            if (j != i && __builtin_mul_overflow(term, (tly_u128)cap[j], &term))
+                return false;
+        if (__builtin_add_overflow(num, term, &num))
+            return false;
+    }
+    *out = (tly_frac){num, den};
+    return true;
+}
+
+/*
+** Sum of ratios of candidate k against the best so far (-1, 0, 1), exactly.
+** The best's sum is computed once per best (*bs, *have).
+*/
+static int cmp_sums(const rpod *k, const rpod *best, const tly_rlist *req, tly_frac *bs,
+                    int *have)
+{
+    if (*have == 0)
+        *have = sum_units(best, req, bs) ? 1 : -1;
+    tly_frac fk;
+    if (*have == 1 && sum_units(k, req, &fk))
+        return tly_frac_cmp(fk, *bs);
+    tly_loadkey ka, kb;
+    load_key(k, req, &ka);
+    load_key(best, req, &kb);
+    /* The maxima are equal here, so the key comparison is the sums'. */
+    int c = tly_loadkey_cmp(&ka, &kb);
+    tly_loadkey_free(&ka);
+    tly_loadkey_free(&kb);
+    return c;
+}
+
+/*
+** The seed's rule over the candidates in name order: the least highest
+** ratio; on a tie the least sum of ratios (computed only then); on a tie
+** the earlier name.
+*/
+static uint32_t choose_least_loaded(const tly_runsched *rs, uint32_t i, const cand *c, uint32_t n)
+{
+    const tly_rlist *req = &rs->runs[i].request;
+    uint32_t best = 0;
+    tly_frac best_sum;
+    int have = 0; /* 0 not computed, 1 in best_sum, -1 needs the general path */
+    for (uint32_t k = 1; k < n; k++) {
+        int cmp = tly_frac_cmp(c[k].max, c[best].max);
+        if (cmp > 0)
+            continue;
+        if (cmp == 0 &&
+            cmp_sums(&rs->pods[c[k].pod], &rs->pods[c[best].pod], req, &best_sum, &have) >= 0)
+            continue;
+        best = k;
+        have = 0;
+    }
+    return c[best].pod;
+}
+
 /* Chooses among n candidates; returns the Pod index. */
 static uint32_t choose(const tly_runsched *rs, uint32_t i, cand *c, uint32_t n)
 {
+    const tly_run *run = rs->runs[i].res.run;
+    if (run->naffinity_preferred == 0 && run->nanti_preferred == 0)
+        return choose_least_loaded(rs, i, c, n);
+    /* kruntimes' aggregation: rank-normalised LeastLoaded + PreferredRunAffinity. */
     for (uint32_t k = 0; k < n; k++)
         load_key(&rs->pods[c[k].pod], &rs->runs[i].request, &c[k].key);
-    const tly_run *run = rs->runs[i].res.run;
-    uint32_t best;
-    if (run->naffinity_preferred == 0 && run->nanti_preferred == 0) {
-        /* The seed's rule directly: least key, then name (pod order is name order). */
-        best = 0;
-        for (uint32_t k = 1; k < n; k++)
-            if (tly_loadkey_cmp(&c[k].key, &c[best].key) < 0)
-                best = k;
-    } else {
-        /* kruntimes' aggregation: rank-normalised LeastLoaded + PreferredRunAffinity. */
-        qsort(c, n, sizeof *c, cmp_cand_key);
-        for (uint32_t k = 0, start = 0; k < n; k++) {
-            if (k > 0 && tly_loadkey_cmp(&c[k].key, &c[k - 1].key) != 0)
-                start = k;
-            c[k].total = n == 1 ? 100 : (int64_t)(n - 1 - start) * 100 / (int64_t)(n - 1);
-        }
-        int64_t max = 0;
-        int64_t *raw = tly_xmalloc(n * sizeof *raw);
-        for (uint32_t k = 0; k < n; k++) {
-            raw[k] = preferred_raw(rs, i, rs->pods[c[k].pod].res.pod);
-            if (raw[k] > max)
-                max = raw[k];
-        }
-        for (uint32_t k = 0; k < n; k++)
-            c[k].total += max > 0 ? raw[k] * 100 / max : 0;
-        free(raw);
-        best = 0;
-        for (uint32_t k = 1; k < n; k++) {
-            const char *nb = rs->pods[c[best].pod].res.pod->meta.name;
-            const char *nk = rs->pods[c[k].pod].res.pod->meta.name;
-            if (c[k].total > c[best].total || (c[k].total == c[best].total && strcmp(nk, nb) < 0))
-                best = k;
-        }
+    qsort(c, n, sizeof *c, cmp_cand_key);
+    for (uint32_t k = 0, start = 0; k < n; k++) {
+        if (k > 0 && tly_loadkey_cmp(&c[k].key, &c[k - 1].key) != 0)
+            start = k;
+        c[k].total = n == 1 ? 100 : (int64_t)(n - 1 - start) * 100 / (int64_t)(n - 1);
+    }
+    int64_t max = 0;
+    int64_t *raw = tly_xmalloc(n * sizeof *raw);
+    for (uint32_t k = 0; k < n; k++) {
+        raw[k] = preferred_raw(rs, i, rs->pods[c[k].pod].res.pod);
+        if (raw[k] > max)
+            max = raw[k];
+    }
+    for (uint32_t k = 0; k < n; k++)
+        c[k].total += max > 0 ? raw[k] * 100 / max : 0;
+    free(raw);
+    uint32_t best = 0;
+    for (uint32_t k = 1; k < n; k++) {
+        const char *nb = rs->pods[c[best].pod].res.pod->meta.name;
+        const char *nk = rs->pods[c[k].pod].res.pod->meta.name;
+        if (c[k].total > c[best].total || (c[k].total == c[best].total && strcmp(nk, nb) < 0))
+            best = k;
     }
     uint32_t pod = c[best].pod;
     for (uint32_t k = 0; k < n; k++)
@@ -566,7 +692,8 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
         if (p->res.state != TLY_RPOD_AVAILABLE)
             continue;
         navail++;
-        if (!tly_rvec_fits(&p->used, &r->request, &p->cap, NULL))
+        tly_frac max;
+        if (!fit_max(p, &r->request, &max))
             continue;
         nfit++;
         int af = affinity_filter(rs, i, p->res.pod);
@@ -578,7 +705,8 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
             nanti++;
             continue;
         }
-        c[n++].pod = g->pods[k];
+        c[n].pod = g->pods[k];
+        c[n++].max = max;
     }
     if (n == 0) {
         free(c);

@@ -63,6 +63,16 @@ void tly_dx_error(tly_dctx *dx, const tly_node *at, const char *key, const char 
 void tly_dx_warn(tly_dctx *dx, const tly_node *at, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/*
+** An error that `validate` and `admit` report but that does not make the
+** object unreadable: the engine still uses the object and judges it (a Run
+** whose request is not an integer is placed as Failed, InvalidResources).
+** It does not count in dx->errors, so `simulate`'s exit status (1 only for
+** input that could not be read or parsed) is not affected.
+*/
+void tly_dx_invalid(tly_dctx *dx, const tly_node *at, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* ---- typed getters ------------------------------------------------------ */
 /*
 ** Each looks up `key` in the map `map` (map may be NULL: nothing found).
