@@ -667,9 +667,71 @@ static void load_buffer(loader *L, const char *buf, size_t len, bool json)
     }
 }
 
+/*
+** Offset of the first byte that is not part of well-formed UTF-8 (RFC 3629:
+** no overlong forms, no surrogates, nothing above U+10FFFF), or len.
+** Kubernetes objects are UTF-8, and Debian's libfyaml 0.7.12 can loop forever
+** or read out of bounds on some malformed sequences (a `%` directive line
+** with a stray byte hangs it; found by fuzz/fuzz_load.c), so input is
+** checked before the parser sees it.
+*/
+static size_t utf8_invalid_at(const unsigned char *p, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp;
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return i;
+        }
+        if (len - i <= n)
+            return i;
+        for (size_t k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return i;
+            cp = (cp << 6) | (p[i + k] & 0x3f);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return i;
+        i += n + 1;
+    }
+    return len;
+}
+
 static int load_named_buffer(tly_store *s, const char *name, const char *buf, size_t len,
                              bool mapped)
 {
+    size_t bad = utf8_invalid_at((const unsigned char *)buf, len);
+    if (bad < len) {
+        uint32_t line = 1, col = 1;
+        for (size_t i = 0; i < bad; i++) {
+            if (buf[i] == '\n') {
+                line++;
+                col = 1;
+            } else if (((unsigned char)buf[i] & 0xc0) != 0x80) {
+                col++;
+            }
+        }
+        tly_diags_add(s->diags, TLY_SEV_ERROR, name, line, col, NULL, NULL, NULL,
+                      "input is not valid UTF-8 (byte 0x%02x at offset %zu); the file is not read",
+                      (unsigned char)buf[bad], bad);
+        return 1;
+    }
     loader L = {
         .s = s,
         .map = mapped ? buf : NULL,
@@ -799,6 +861,8 @@ int tly_store_load_path(tly_store *s, const char *path)
 */
 tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
 {
+    if (utf8_invalid_at((const unsigned char *)text, len) < len)
+        return NULL;
     loader L = {.file = "<value>"};
     struct fy_diag_cfg dcfg;
     fy_diag_cfg_default(&dcfg);

@@ -251,6 +251,31 @@ static void test_namespaced_object_defaults_to_default_namespace(void **state)
     tly_store_destroy(s);
 }
 
+/* fuzz/regressions/load-directive-bad-utf8-hang.yaml: libfyaml 0.7.12 loops
+   forever on it; the loader must refuse it before the parser sees it. */
+static void test_invalid_utf8_is_refused_not_hung(void **state)
+{
+    (void)state;
+    tly_store *s = load_text("hang.yaml", "%\xba\n");
+    const tly_diag *g = find_diag(s, "not valid UTF-8");
+    assert_non_null(g);
+    assert_int_equal(g->line, 1);
+    assert_int_equal(g->col, 2);
+    tly_store_destroy(s);
+    /* Overlong and surrogate forms are invalid too; good multi-byte text is not. */
+    s = load_text("overlong.yaml", "a: \xc0\xaf\n");
+    assert_non_null(find_diag(s, "not valid UTF-8"));
+    tly_store_destroy(s);
+    s = load_text("surrogate.yaml", "a: \xed\xa0\x80\n");
+    assert_non_null(find_diag(s, "not valid UTF-8"));
+    tly_store_destroy(s);
+    s = load_text("ok.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: "
+                             "{team: \"\xc3\xa9quipe-\xf0\x9f\x9a\x80\"}}\n");
+    assert_null(find_diag(s, "UTF-8"));
+    assert_non_null(tly_store_find(s, TLY_K_NAMESPACE, NULL, "x"));
+    tly_store_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_directory_walk_in_byte_order),
         cmocka_unit_test(test_unreadable_path_is_an_error),
         cmocka_unit_test(test_namespaced_object_defaults_to_default_namespace),
+        cmocka_unit_test(test_invalid_utf8_is_refused_not_hung),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,72 @@
+/*
+** nodefit.h: whether a pod may go to a node at all (the static predicates),
+** and the node's GPU devices for KAI GPU sharing.
+**
+** Static predicates, in the order they are checked (the first failure is the
+** reason): the node is schedulable (spec.unschedulable false) and Ready
+** (Ready condition True); nodeSelector labels all match; required node
+** affinity (one of the nodeSelectorTerms matches; matchFields on
+** metadata.name supported); taints with effect NoSchedule or NoExecute are
+** all tolerated (PreferNoSchedule is ignored).
+**
+** GPU devices (tly_gpus): a node with allocatable nvidia.com/gpu (or
+** amd.com/gpu) N has N devices, each with 100 hundredths and the node's GPU
+** memory (label nvidia.com/gpu.memory in MiB, values >= 1 TiB-in-MiB treated
+** as bytes, floored to a multiple of 100 MiB as KAI does). Whole-GPU pods take
+** devices that are entirely free; shared pods (fraction or gpu-memory) pack
+** onto devices that already hold shared work before opening a free one
+** (KAI's bin-packing of fractions), each of their gpu_devices on a different
+** device. A device that holds shared work is not free for a whole-GPU pod.
+*/
+#ifndef TALLY_NODEFIT_H
+#define TALLY_NODEFIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/objects.h"
+#include "tally/podreq.h"
+
+typedef enum {
+    TLY_FIT_OK = 0,
+    TLY_FIT_UNSCHEDULABLE,     /* spec.unschedulable */
+    TLY_FIT_NOT_READY,         /* Ready condition not True */
+    TLY_FIT_NODE_SELECTOR,     /* nodeSelector does not match */
+    TLY_FIT_NODE_AFFINITY,     /* required node affinity does not match */
+    TLY_FIT_TAINT              /* an untolerated NoSchedule/NoExecute taint */
+} tly_fit_result;
+
+/* The static predicates; *taint (may be NULL) is the first untolerated taint. */
+tly_fit_result tly_nodefit_static(const tly_pod *p, const tly_k8s_node *n, const tly_taint **taint);
+/* "node(s) were unschedulable", "node(s) didn't match Pod's node affinity/selector", ... */
+const char *tly_fit_result_text(tly_fit_result r);
+/* Whether toleration list tolerates the taint (Kubernetes' rules). */
+bool tly_tolerates(const tly_toleration *tol, uint32_t ntol, const tly_taint *t);
+
+/* A node's GPU memory per device in MiB (0 when the label is missing or bad). */
+uint64_t tly_node_gpu_memory_mib(const tly_k8s_node *n);
+
+typedef struct {
+    uint32_t ndev;
+    uint32_t *free;            /* hundredths free per device (100 = untouched) */
+    uint64_t *free_mem;        /* MiB free per device */
+    bool *shared;              /* holds fraction or gpu-memory work */
+    uint64_t mem_mib;          /* per device; 0 when unknown */
+} tly_gpus;
+
+/* Devices of node n (count from allocatable nvidia.com/gpu, or amd.com/gpu). */
+void tly_gpus_init(tly_gpus *g, const tly_k8s_node *n);
+void tly_gpus_free(tly_gpus *g);
+void tly_gpus_copy(tly_gpus *dst, const tly_gpus *src);
+/* Number of devices with nothing on them. */
+uint32_t tly_gpus_whole_free(const tly_gpus *g);
+/*
+** Whether r's GPU part fits; when it does and `take` is true, it is placed
+** (devices chosen deterministically: lowest index among the best). For a
+** gpu-memory request on a node without known GPU memory: does not fit.
+*/
+bool tly_gpus_place(tly_gpus *g, const tly_podreq *r, bool take);
+/* Total hundredths in use on the node (whole devices count 100). */
+uint64_t tly_gpus_used_hundredths(const tly_gpus *g);
+
+#endif

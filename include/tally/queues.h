@@ -1,0 +1,102 @@
+/*
+** queues.h: KAI queues as a policy: the queue tree, the ledger of what
+** each queue (with its subtree) uses, and the checks that decide whether a
+** workload may add a request to a queue (contract sections 2-3, kai-facts
+** sections 1-2, the AccountedResource seed).
+**
+** The tree comes from spec.parentQueue. A queue whose parent is missing (or
+** that sits in a parentQueue cycle) is unusable together with its subtree.
+** Only leaf queues take workloads.
+**
+** Usage is kept per queue for its whole subtree: adding a pod's charge to a
+** leaf adds it to every ancestor. Three kinds of usage:
+**   allocated / allocatedNonPreemptible: every resource of the effective
+**     requests (cpu, memory, GPUs as accepted, extended resources);
+**   accounted[A]: what each AccountedResource A charges;
+**   reserved (gating): requests of pods that passed the queue checks but fit
+**     no node, counted for later pods of the same run.
+**
+** The checks, in KAI's fixed order: spec.resources limits (every workload),
+** leaf to root, cpu then memory then gpu; then spec.resources quotas
+** (non-preemptible workloads only, against allocatedNonPreemptible), same
+** walk; then AccountedResource limits (every workload) leaf to root, in
+** AccountedResource name order. `-1` is unlimited; any other value, 0
+** included, is a hard bound; a zero request is never blocked; equality is
+** admitted. The first failure is the answer, with KAI's message for it.
+*/
+#ifndef TALLY_QUEUES_H
+#define TALLY_QUEUES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/objects.h"
+#include "tally/resource.h"
+#include "tally/store.h"
+
+typedef struct tly_queues tly_queues;
+
+/* The three spec.resources dimensions, in KAI's check order. */
+enum { TLY_QR_CPU = 0, TLY_QR_MEMORY = 1, TLY_QR_GPU = 2, TLY_QR_COUNT = 3 };
+
+/* What a workload adds to its queues. */
+typedef struct {
+    tly_qty res[TLY_QR_COUNT];  /* cpu in cores, memory in bytes, gpu in devices (0.01 steps) */
+    tly_rlist all;              /* every effective-request resource, for allocated (GPU as accepted) */
+    tly_qty *accounted;         /* one per AccountedResource, in tly_queues_accres order; may be NULL */
+} tly_qcharge;
+
+/* Outcome of a check. */
+typedef struct {
+    bool ok;
+    const char *reason;   /* OverLimit, NonPreemptibleOverQuota, AccountedResourceNotFound, QueueDoesNotExist, NonLeafQueue */
+    char *message;        /* owned by the queues' arena */
+} tly_qverdict;
+
+tly_queues *tly_queues_create(tly_store *s);
+void tly_queues_destroy(tly_queues *qs);
+
+/* Index of a queue by name, or -1. */
+int32_t tly_queues_find(const tly_queues *qs, const char *name);
+uint32_t tly_queues_count(const tly_queues *qs);
+const tly_queue *tly_queues_queue(const tly_queues *qs, uint32_t i);
+/* Parent index or -1. */
+int32_t tly_queues_parent(const tly_queues *qs, uint32_t i);
+
+/* The AccountedResources in name order. */
+uint32_t tly_queues_naccres(const tly_queues *qs);
+const tly_accres *tly_queues_accres(const tly_queues *qs, uint32_t a);
+
+/*
+** Whether a workload may use queue `name` at all: it exists, is usable (its
+** ancestors exist) and is a leaf, and no queue on its path references a
+** missing AccountedResource. On success returns the queue's index.
+*/
+int32_t tly_queues_admissible(tly_queues *qs, const char *name, tly_qverdict *v);
+
+/*
+** Checks adding c to leaf q (and every ancestor). `reserved` says whether the
+** queues' reserved amounts count (queue-admission gating on).
+*/
+void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non_preemptible,
+                      bool reserved, tly_qverdict *v);
+
+/* Adds (sign 1) or removes (sign -1) c on q and its ancestors. */
+void tly_queues_charge(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non_preemptible,
+                       int sign);
+/* Adds c to the reserved amounts of q and its ancestors. */
+void tly_queues_reserve(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non_preemptible);
+
+/* Whether queue-admission gating applies to leaf q (Config, queue label, spec.admissionGating). */
+bool tly_queues_gating(const tly_queues *qs, uint32_t q);
+
+/* For output: the subtree sums and the limits. */
+const tly_rvec *tly_queues_allocated(const tly_queues *qs, uint32_t q);
+const tly_rvec *tly_queues_allocated_np(const tly_queues *qs, uint32_t q);
+tly_qty tly_queues_accounted_used(const tly_queues *qs, uint32_t q, uint32_t a);
+/* The effective limit of q for AccountedResource a: entry, else defaults.limit, else -1. */
+tly_qty tly_queues_accounted_limit(const tly_queues *qs, uint32_t q, uint32_t a);
+/* NULL when every reference resolves, else the first missing resourceRef. */
+const char *tly_queues_missing_ref(const tly_queues *qs, uint32_t q);
+
+#endif

@@ -1,0 +1,361 @@
+/*
+** nodefit.c: the static node predicates (may this pod go to this node at
+** all?) and the per-device GPU model used for KAI GPU sharing.
+**
+** The predicates follow kube-scheduler's filter plugins for the fields tally
+** reads: NodeUnschedulable, node readiness (the not-ready taint the node
+** lifecycle controller would add), NodeAffinity (nodeSelector and required
+** node affinity) and TaintToleration. The first failing one is the reason,
+** in the order of tly_fit_result, so the same pod and node always give the
+** same message.
+**
+** The GPU model keeps, per device, the hundredths still free, the MiB still
+** free and whether the device holds shared (fraction or gpu-memory) work.
+** Placement is deterministic: whole-GPU pods take the lowest-index untouched
+** devices; shared pods bin-pack onto the fullest shared device that still
+** has room before opening an untouched one, as KAI's fraction packing does.
+** All arithmetic is integer (hundredths and MiB).
+*/
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tally/arena.h"
+#include "tally/nodefit.h"
+#include "tally/quantity.h"
+#include "tally/resource.h"
+
+/* ---- static predicates ------------------------------------------------- */
+
+/* NULL and "" are the same value: the decoders store an empty value as NULL. */
+static bool str_eq(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool node_selector_matches(const tly_pod *p, const tly_k8s_node *n)
+{
+    for (uint32_t i = 0; i < p->node_selector.n; i++) {
+        const tly_kv *kv = &p->node_selector.v[i];
+        const char *v = tly_kvs_get(&n->meta.labels, kv->key);
+        if (!v || !str_eq(v, kv->val))
+            return false;
+    }
+    return true;
+}
+
+/*
+** One nodeSelectorTerm. Kubernetes: an empty term selects no node (unlike
+** an empty label selector, which selects everything), so a term without
+** requirements never matches.
+**
+** matchFields: the decoder only records that a term uses matchFields, not
+** the fields themselves, so such a term cannot be evaluated here. It is
+** treated as never matching: refusing a node is the safe side (a pod pinned
+** to a node by matchFields, such as a DaemonSet pod, is already bound and
+** is not placed by tally), while accepting would ignore the pin entirely.
+*/
+static bool affinity_term_matches(const tly_selector *term, const tly_k8s_node *n)
+{
+    if (term->has_fields)
+        return false;
+    if (term->nreqs == 0 && term->match_labels.n == 0)
+        return false;
+    return tly_selector_matches(term, &n->meta.labels);
+}
+
+static bool node_affinity_matches(const tly_pod *p, const tly_k8s_node *n)
+{
+    if (p->nnode_affinity_required == 0)
+        return true;
+    /* Terms are ORed. */
+    for (uint32_t i = 0; i < p->nnode_affinity_required; i++)
+        if (affinity_term_matches(&p->node_affinity_required[i], n))
+            return true;
+    return false;
+}
+
+bool tly_tolerates(const tly_toleration *tol, uint32_t ntol, const tly_taint *t)
+{
+    for (uint32_t i = 0; i < ntol; i++) {
+        const tly_toleration *o = &tol[i];
+        /* An empty effect tolerates every effect; an empty key every key. */
+        if (o->effect && *o->effect && !str_eq(o->effect, t->effect))
+            continue;
+        if (o->key && *o->key && !str_eq(o->key, t->key))
+            continue;
+        const char *op = (o->op && *o->op) ? o->op : "Equal";
+        if (strcmp(op, "Exists") == 0)
+            return true;
+        if (strcmp(op, "Equal") == 0 && str_eq(o->value, t->value))
+            return true;
+        /* Any other operator tolerates nothing, as in ToleratesTaint. */
+    }
+    return false;
+}
+
+/* Only these effects keep a pod off a node; PreferNoSchedule is a score. */
+static bool taint_filters(const tly_taint *t)
+{
+    return t->effect &&
+           (strcmp(t->effect, "NoSchedule") == 0 || strcmp(t->effect, "NoExecute") == 0);
+}
+
+tly_fit_result tly_nodefit_static(const tly_pod *p, const tly_k8s_node *n, const tly_taint **taint)
+{
+    if (taint)
+        *taint = NULL;
+    if (n->unschedulable)
+        return TLY_FIT_UNSCHEDULABLE;
+    /* A node without a Ready condition has never reported: not ready. */
+    if (n->ready != 1)
+        return TLY_FIT_NOT_READY;
+    if (!node_selector_matches(p, n))
+        return TLY_FIT_NODE_SELECTOR;
+    if (!node_affinity_matches(p, n))
+        return TLY_FIT_NODE_AFFINITY;
+    for (uint32_t i = 0; i < n->ntaints; i++) {
+        const tly_taint *t = &n->taints[i];
+        if (taint_filters(t) && !tly_tolerates(p->tolerations, p->ntolerations, t)) {
+            if (taint)
+                *taint = t;
+            return TLY_FIT_TAINT;
+        }
+    }
+    return TLY_FIT_OK;
+}
+
+const char *tly_fit_result_text(tly_fit_result r)
+{
+    switch (r) {
+    case TLY_FIT_OK:
+        return "";
+    case TLY_FIT_UNSCHEDULABLE:
+        return "node(s) were unschedulable";
+    case TLY_FIT_NOT_READY:
+        return "node(s) were not ready";
+    case TLY_FIT_NODE_SELECTOR:
+        return "node(s) didn't match Pod's node selector";
+    case TLY_FIT_NODE_AFFINITY:
+        return "node(s) didn't match Pod's node affinity";
+    case TLY_FIT_TAINT:
+        return "node(s) had untolerated taint(s)";
+    }
+    return "node(s) didn't fit";
+}
+
+/* ---- GPU memory label -------------------------------------------------- */
+
+/* 1 TiB expressed in MiB: label values at or above it can only be bytes. */
+#define GPU_MEM_BYTES_THRESHOLD 1048576u
+
+uint64_t tly_node_gpu_memory_mib(const tly_k8s_node *n)
+{
+    const char *s = tly_kvs_get(&n->meta.labels, "nvidia.com/gpu.memory");
+    if (!s || !*s)
+        return 0;
+    uint64_t v = 0;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return 0;
+        unsigned d = (unsigned)(*c - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return 0;  /* too long to be a device's memory in any unit */
+        v = v * 10 + d;
+    }
+    if (v >= GPU_MEM_BYTES_THRESHOLD)
+        v /= 1024u * 1024u;
+    /* KAI floors to a multiple of 100 MiB (node_info.getNodeGpuMemory). */
+    return v - v % 100;
+}
+
+/* ---- GPU devices ------------------------------------------------------- */
+
+/*
+** More devices than any real node has; a bigger allocatable count (a typo,
+** or a fuzzed input) is clamped so that per-node arrays stay small.
+*/
+#define MAX_GPU_DEVICES 1024u
+
+/* The device count from an allocatable quantity: a non-negative integer. */
+static bool device_count(const tly_rlist *alloc, uint32_t id, uint32_t *out)
+{
+    bool found = false;
+    tly_qty q = tly_rlist_get(alloc, id, &found);
+    if (!found || q.nanos <= 0 || q.nanos % 1000000000 != 0)
+        return false;
+    tly_i128 units = q.nanos / 1000000000;
+    *out = units > MAX_GPU_DEVICES ? MAX_GPU_DEVICES : (uint32_t)units;
+    return true;
+}
+
+static void gpus_alloc(tly_gpus *g, uint32_t ndev)
+{
+    g->ndev = ndev;
+    g->free = tly_xcalloc(ndev, sizeof *g->free);
+    g->free_mem = tly_xcalloc(ndev, sizeof *g->free_mem);
+    g->shared = tly_xcalloc(ndev, sizeof *g->shared);
+}
+
+void tly_gpus_init(tly_gpus *g, const tly_k8s_node *n)
+{
+    uint32_t ndev = 0;
+    if (!device_count(&n->allocatable, TLY_R_NVIDIA_GPU, &ndev))
+        (void)device_count(&n->allocatable, TLY_R_AMD_GPU, &ndev);
+    g->mem_mib = tly_node_gpu_memory_mib(n);
+    gpus_alloc(g, ndev);
+    for (uint32_t i = 0; i < ndev; i++) {
+        g->free[i] = 100;
+        g->free_mem[i] = g->mem_mib;
+        g->shared[i] = false;
+    }
+}
+
+void tly_gpus_free(tly_gpus *g)
+{
+    free(g->free);
+    free(g->free_mem);
+    free(g->shared);
+    memset(g, 0, sizeof *g);
+}
+
+void tly_gpus_copy(tly_gpus *dst, const tly_gpus *src)
+{
+    gpus_alloc(dst, src->ndev);
+    dst->mem_mib = src->mem_mib;
+    if (src->ndev == 0)
+        return;
+    memcpy(dst->free, src->free, src->ndev * sizeof *dst->free);
+    memcpy(dst->free_mem, src->free_mem, src->ndev * sizeof *dst->free_mem);
+    memcpy(dst->shared, src->shared, src->ndev * sizeof *dst->shared);
+}
+
+static bool untouched(const tly_gpus *g, uint32_t i)
+{
+    return g->free[i] == 100 && !g->shared[i];
+}
+
+uint32_t tly_gpus_whole_free(const tly_gpus *g)
+{
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < g->ndev; i++)
+        if (untouched(g, i))
+            c++;
+    return c;
+}
+
+uint64_t tly_gpus_used_hundredths(const tly_gpus *g)
+{
+    uint64_t u = 0;
+    for (uint32_t i = 0; i < g->ndev; i++)
+        u += 100u - (g->free[i] > 100 ? 100 : g->free[i]);
+    return u;
+}
+
+static uint64_t sub_sat(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
+/* Whole GPUs: the lowest-index devices with nothing on them. */
+static bool place_whole(tly_gpus *g, uint32_t want, bool take)
+{
+    if (tly_gpus_whole_free(g) < want)
+        return false;
+    if (!take)
+        return true;
+    for (uint32_t i = 0; i < g->ndev && want > 0; i++) {
+        if (untouched(g, i)) {
+            g->free[i] = 0;
+            g->free_mem[i] = 0;
+            want--;
+        }
+    }
+    return true;
+}
+
+/*
+** One device's preference for shared work, smaller first, or UINT64_MAX
+** when it cannot take the share: devices that already hold shared work come
+** first, the one with the least free room first (bin-packing), then
+** untouched devices; ties by index. A device taken by a whole-GPU pod is
+** never eligible. The key is unique per device (the index is in it).
+*/
+static uint64_t share_key(const tly_gpus *g, uint32_t i, uint32_t need, uint64_t need_mem)
+{
+    if (!g->shared[i] && g->free[i] != 100)
+        return UINT64_MAX;
+    if (g->free[i] < need || g->free_mem[i] < need_mem)
+        return UINT64_MAX;
+    uint64_t cls = g->shared[i] ? 0 : 1;
+    return cls << 40 | (uint64_t)g->free[i] << 32 | i;
+}
+
+/*
+** Shared work: `want` distinct devices, each giving `need` hundredths and
+** `need_mem` MiB; `charge_mem` is what each taken device's free memory goes
+** down by. The chosen devices are the `want` smallest keys; they are found
+** first without touching anything (take=false must not modify, and a device's
+** key changes once it is charged), then charged in one pass.
+*/
+static bool place_shared(tly_gpus *g, uint32_t want, uint32_t need, uint64_t need_mem,
+                         uint64_t charge_mem, bool take)
+{
+    if (want == 0)
+        return true;
+    if (want > g->ndev)
+        return false;
+    uint64_t last = 0;
+    bool have_last = false;
+    for (uint32_t k = 0; k < want; k++) {
+        uint64_t best = UINT64_MAX;
+        for (uint32_t i = 0; i < g->ndev; i++) {
+            uint64_t key = share_key(g, i, need, need_mem);
+            if (key != UINT64_MAX && (!have_last || key > last) && key < best)
+                best = key;
+        }
+        if (best == UINT64_MAX)
+            return false;
+        last = best;
+        have_last = true;
+    }
+    if (!take)
+        return true;
+    for (uint32_t i = 0; i < g->ndev; i++) {
+        uint64_t key = share_key(g, i, need, need_mem);
+        if (key == UINT64_MAX || key > last)
+            continue;
+        g->shared[i] = true;
+        g->free[i] -= need;
+        g->free_mem[i] = sub_sat(g->free_mem[i], charge_mem);
+    }
+    return true;
+}
+
+bool tly_gpus_place(tly_gpus *g, const tly_podreq *r, bool take)
+{
+    switch (r->gpu_kind) {
+    case TLY_GPU_WHOLE:
+        return place_whole(g, r->gpu_devices, take);
+    case TLY_GPU_FRACTION: {
+        uint32_t portion = r->gpu_portion > 100 ? 100 : r->gpu_portion;
+        /* Unknown memory stays 0 free; there is nothing to charge. */
+        uint64_t charge = g->mem_mib ? (uint64_t)portion * g->mem_mib / 100 : 0;
+        return place_shared(g, r->gpu_devices, portion, 0, charge, take);
+    }
+    case TLY_GPU_MEMORY: {
+        /* KAI rejects gpu-memory pods on nodes whose GPU memory is unknown. */
+        uint64_t mem = r->gpu_memory_mib;
+        if (g->mem_mib == 0 || mem > g->mem_mib || mem > UINT64_MAX / 100)
+            return false;
+        /* ceil(100 * mem / node memory) hundredths, exactly, as KAI charges it. */
+        uint64_t need = (100 * mem + g->mem_mib - 1) / g->mem_mib;
+        return place_shared(g, r->gpu_devices, (uint32_t)need, mem, mem, take);
+    }
+    case TLY_GPU_NONE:
+    case TLY_GPU_MIG:
+    default:
+        /* MIG instances are node resources, not devices of this model. */
+        return true;
+    }
+}
