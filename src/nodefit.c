@@ -18,6 +18,7 @@
 */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tally/arena.h"
@@ -154,13 +155,19 @@ uint64_t tly_node_gpu_memory_mib(const tly_k8s_node *n)
     const char *s = tly_kvs_get(&n->meta.labels, "nvidia.com/gpu.memory");
     if (!s || !*s)
         return 0;
+    /* strconv.ParseInt's rule as KAI uses it: an optional '+', digits, at
+       most INT64_MAX; negative values are refused here (no memory). */
+    if (*s == '+')
+        s++;
+    if (!*s)
+        return 0;
     uint64_t v = 0;
     for (const char *c = s; *c; c++) {
         if (*c < '0' || *c > '9')
             return 0;
         unsigned d = (unsigned)(*c - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return 0;  /* too long to be a device's memory in any unit */
+        if (v > ((uint64_t)INT64_MAX - d) / 10)
+            return 0;
         v = v * 10 + d;
     }
     if (v >= GPU_MEM_BYTES_THRESHOLD)
@@ -288,7 +295,8 @@ static uint64_t share_key(const tly_gpus *g, uint32_t i, uint32_t need, uint64_t
     if (g->free[i] < need || g->free_mem[i] < need_mem)
         return UINT64_MAX;
     uint64_t cls = g->shared[i] ? 0 : 1;
-    return cls << 40 | (uint64_t)g->free[i] << 32 | i;
+    uint64_t room = g->free[i] > 0xffff ? 0xffff : g->free[i];
+    return cls << 48 | room << 32 | i;
 }
 
 /*
@@ -349,7 +357,7 @@ bool tly_gpus_place(tly_gpus *g, const tly_podreq *r, bool take)
         if (g->mem_mib == 0 || mem > g->mem_mib || mem > UINT64_MAX / 100)
             return false;
         /* ceil(100 * mem / node memory) hundredths, exactly, as KAI charges it. */
-        uint64_t need = (100 * mem + g->mem_mib - 1) / g->mem_mib;
+        uint64_t need = 100 * mem / g->mem_mib + (100 * mem % g->mem_mib != 0);
         return place_shared(g, r->gpu_devices, (uint32_t)need, mem, mem, take);
     }
     case TLY_GPU_NONE:

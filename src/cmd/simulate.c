@@ -4,9 +4,8 @@
 **
 ** Loads the objects, then runs the engines until nothing more can be placed:
 ** Runs onto Runtime Pods and each Runtime Pod's runtimed admission
-** (runsched.h). The pod placement engine under queue policy (issue 4) is not
-** here yet, so `pods` and `queues` are not in the output; the table ends
-** with a load report per kind and queue.
+** (runsched.h), and tally's pods onto nodes under queue policy
+** (podsched.h). Prints pods, queues, runs and runtimePods.
 ** Exit 1 if any input could not be read or parsed, else 0.
 */
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include "common.h"
 #include "tally/decode.h"
 #include "tally/json.h"
+#include "tally/podsched.h"
 #include "tally/runsched.h"
 
 static void usage(FILE *out)
@@ -28,62 +28,108 @@ static void usage(FILE *out)
             "runs tally's scheduling engine over it until nothing more can be placed.\n");
 }
 
-static void print_queue_tree(const tly_store *s, const tly_queue *q, int depth)
-{
-    uint32_t npods;
-    tly_store_pods_in_queue(s, q->meta.name, &npods);
-    printf("  %*s%-*s %5u pods\n", depth * 2, "", 28 - depth * 2, q->meta.name, npods);
-    uint32_t n = tly_store_count(s, TLY_K_QUEUE);
-    for (uint32_t i = 0; i < n; i++) {
-        const tly_queue *c = tly_store_at(s, TLY_K_QUEUE, i);
-        if (c->parent && strcmp(c->parent, q->meta.name) == 0 && c != q && depth < 32)
-            print_queue_tree(s, c, depth + 1);
-    }
-}
-
-static void print_summary(const tly_store *s)
-{
-    printf("Loaded objects\n");
-    for (int k = 0; k < TLY_K_COUNT; k++) {
-        uint32_t n = tly_store_count(s, k);
-        if (n)
-            printf("  %-24s %6u\n", tly_kind_name(k), n);
-    }
-    uint32_t nq = tly_store_count(s, TLY_K_QUEUE);
-    if (nq) {
-        printf("\nQueues (tally pods per queue; scheduler %s)\n", tly_store_scheduler_name(s));
-        for (uint32_t i = 0; i < nq; i++) {
-            const tly_queue *q = tly_store_at(s, TLY_K_QUEUE, i);
-            if (!q->parent || !*q->parent || !tly_store_find(s, TLY_K_QUEUE, NULL, q->parent))
-                print_queue_tree(s, q, 0);
-        }
-    }
-    uint32_t nrt = tly_store_count(s, TLY_K_RUNTIME);
-    if (nrt) {
-        printf("\nRuntimes\n");
-        for (uint32_t i = 0; i < nrt; i++) {
-            const tly_runtime *rt = tly_store_at(s, TLY_K_RUNTIME, i);
-            uint32_t npods, nruns;
-            tly_store_runtime_pods(s, rt->meta.ns, rt->meta.name, &npods);
-            tly_store_runs_of_runtime(s, rt->meta.ns, rt->meta.name, &nruns);
-            printf("  %s/%-20s %3u Runtime Pods %4u Runs\n", rt->meta.ns, rt->meta.name, npods,
-                   nruns);
-        }
-    }
-}
-
-
 static const char *qtext(tly_qty q, char *buf)
 {
     tly_qty_format(q, buf, TLY_QTY_BUFSZ);
     return buf;
 }
 
-static void print_json(tly_runsched *rs, tly_names *names)
+static void json_pods(tly_json *j, tly_podsched *ps)
+{
+    tly_queues *qs = tly_podsched_queues(ps);
+    tly_json_key(j, "pods");
+    tly_json_begin_array(j);
+    for (uint32_t i = 0; i < tly_podsched_npods(ps); i++) {
+        const tly_ps_result *r = tly_podsched_pod(ps, i);
+        tly_json_begin_object(j);
+        tly_json_key(j, "namespace");
+        tly_json_string(j, r->pod->meta.ns);
+        tly_json_key(j, "name");
+        tly_json_string(j, r->pod->meta.name);
+        tly_json_key(j, "queue");
+        tly_json_string(j, r->queue);
+        tly_json_key(j, "state");
+        tly_json_string(j, r->state);
+        tly_json_key(j, "node");
+        tly_json_string(j, r->node);
+        tly_json_key(j, "reason");
+        tly_json_string(j, r->reason);
+        tly_json_key(j, "message");
+        tly_json_string(j, r->message);
+        tly_json_key(j, "accounted");
+        tly_json_begin_object(j);
+        for (uint32_t a = 0; a < tly_queues_naccres(qs); a++) {
+            if (tly_qty_is_zero(r->accounted[a]))
+                continue;
+            tly_json_key(j, tly_queues_accres(qs, a)->meta.name);
+            tly_json_qty(j, r->accounted[a]);
+        }
+        tly_json_end_object(j);
+        tly_json_end_object(j);
+    }
+    tly_json_end_array(j);
+}
+
+static void json_queues(tly_json *j, tly_podsched *ps, tly_names *names)
+{
+    tly_queues *qs = tly_podsched_queues(ps);
+    tly_json_key(j, "queues");
+    tly_json_begin_array(j);
+    for (uint32_t i = 0; i < tly_queues_count(qs); i++) {
+        const tly_queue *q = tly_queues_queue(qs, i);
+        tly_json_begin_object(j);
+        tly_json_key(j, "name");
+        tly_json_string(j, q->meta.name);
+        tly_json_key(j, "parent");
+        tly_json_string(j, q->parent && *q->parent ? q->parent : NULL);
+        tly_json_key(j, "allocated");
+        tly_json_rvec(j, tly_queues_allocated(qs, i), names);
+        tly_json_key(j, "allocatedNonPreemptible");
+        tly_json_rvec(j, tly_queues_allocated_np(qs, i), names);
+        tly_json_key(j, "accounted");
+        tly_json_begin_object(j);
+        for (uint32_t a = 0; a < tly_queues_naccres(qs); a++) {
+            tly_json_key(j, tly_queues_accres(qs, a)->meta.name);
+            tly_json_begin_object(j);
+            tly_json_key(j, "used");
+            tly_json_qty(j, tly_queues_accounted_used(qs, i, a));
+            tly_json_key(j, "limit");
+            tly_json_qty(j, tly_queues_accounted_limit(qs, i, a));
+            tly_json_end_object(j);
+        }
+        tly_json_end_object(j);
+        tly_json_key(j, "conditions");
+        tly_json_begin_array(j);
+        tly_json_begin_object(j);
+        tly_json_key(j, "type");
+        tly_json_string(j, "AccountedResourcesResolved");
+        const char *missing = tly_queues_missing_ref(qs, i);
+        tly_json_key(j, "status");
+        tly_json_string(j, missing ? "False" : "True");
+        tly_json_key(j, "reason");
+        tly_json_string(j, missing ? "AccountedResourceNotFound" : NULL);
+        tly_json_key(j, "message");
+        if (missing) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "AccountedResource \"%s\" referenced by spec.accountedResources does not exist", missing);
+            tly_json_string(j, msg);
+        } else {
+            tly_json_null(j);
+        }
+        tly_json_end_object(j);
+        tly_json_end_array(j);
+        tly_json_end_object(j);
+    }
+    tly_json_end_array(j);
+}
+
+static void print_json(tly_podsched *ps, tly_runsched *rs, tly_names *names)
 {
     tly_json j;
     tly_json_init(&j, stdout, true);
     tly_json_begin_object(&j);
+    json_pods(&j, ps);
+    json_queues(&j, ps, names);
     tly_json_key(&j, "runs");
     tly_json_begin_array(&j);
     for (uint32_t i = 0; i < tly_runsched_nruns(rs); i++) {
@@ -137,6 +183,56 @@ static void print_usage_line(const tly_rs_pod_result *p, const tly_rvec *use, tl
         printf("%s%s %s/%s", k ? ", " : "", tly_names_str(names, p->capacity->v[k].id),
                qtext(tly_rvec_get(use, p->capacity->v[k].id), a),
                qtext(p->capacity->v[k].q, b));
+}
+
+static void print_queue_rows(tly_queues *qs, tly_names *names, int32_t parent, int depth)
+{
+    char u[TLY_QTY_BUFSZ], l[TLY_QTY_BUFSZ], g[TLY_QTY_BUFSZ];
+    for (uint32_t i = 0; i < tly_queues_count(qs); i++) {
+        if (tly_queues_parent(qs, i) != parent || depth > 32)
+            continue;
+        const tly_queue *q = tly_queues_queue(qs, i);
+        const tly_rvec *al = tly_queues_allocated(qs, i);
+        printf("  %*s%-*s cpu %s, memory %s, gpu %s", depth * 2, "", 24 - depth * 2, q->meta.name,
+               qtext(tly_rvec_get(al, TLY_R_CPU), u), qtext(tly_rvec_get(al, TLY_R_MEMORY), l),
+               qtext(tly_rvec_get(al, TLY_R_NVIDIA_GPU), g));
+        for (uint32_t a = 0; a < tly_queues_naccres(qs); a++) {
+            tly_qty lim = tly_queues_accounted_limit(qs, i, a);
+            if (tly_qty_sign(lim) < 0)
+                continue;
+            printf(", %s %s/%s", tly_queues_accres(qs, a)->meta.name,
+                   qtext(tly_queues_accounted_used(qs, i, a), u), qtext(lim, l));
+        }
+        if (tly_queues_missing_ref(qs, i))
+            printf("  [AccountedResourceNotFound: %s]", tly_queues_missing_ref(qs, i));
+        printf("\n");
+        print_queue_rows(qs, names, (int32_t)i, depth + 1);
+    }
+}
+
+static void print_pods_table(tly_podsched *ps, tly_names *names)
+{
+    uint32_t np = tly_podsched_npods(ps);
+    if (np) {
+        printf("Pods\n  %-40s %-14s %-14s %-12s %s\n", "NAMESPACE/NAME", "QUEUE", "STATE", "NODE", "REASON");
+        for (uint32_t i = 0; i < np; i++) {
+            const tly_ps_result *r = tly_podsched_pod(ps, i);
+            char nsname[256];
+            snprintf(nsname, sizeof nsname, "%s/%s", r->pod->meta.ns, r->pod->meta.name);
+            printf("  %-40s %-14s %-14s %-12s %s\n", nsname, r->queue, r->state,
+                   r->node ? r->node : "-", r->reason ? r->reason : "-");
+            if (r->message)
+                printf("      %s\n", r->message);
+        }
+        printf("\n");
+    }
+    tly_queues *qs = tly_podsched_queues(ps);
+    if (tly_queues_count(qs)) {
+        printf("Queues (allocated over each subtree; accounted used/limit where limited)\n");
+        /* Roots, and queues whose parent is missing (they hang under no root). */
+        print_queue_rows(qs, names, -1, 0);
+        printf("\n");
+    }
 }
 
 static void print_table(tly_runsched *rs, tly_names *names)
@@ -234,17 +330,20 @@ int tly_cmd_simulate(int argc, char **argv)
     }
     tly_runsched *rs = tly_runsched_create(s, now_s, have_clock, tly_store_diags(s));
     tly_runsched_run(rs);
+    tly_podsched *ps = tly_podsched_create(s);
+    tly_podsched_run(ps);
     tly_diags_sort(tly_store_diags(s));
     tly_cmd_print_sev(s, TLY_SEV_NOTE);
     tly_cmd_print_sev(s, TLY_SEV_WARNING);
     tly_cmd_print_sev(s, TLY_SEV_ERROR);
     fflush(stderr);
     if (!strcmp(out, "json")) {
-        print_json(rs, tly_store_names(s));
+        print_json(ps, rs, tly_store_names(s));
     } else {
+        print_pods_table(ps, tly_store_names(s));
         print_table(rs, tly_store_names(s));
-        print_summary(s);
     }
+    tly_podsched_destroy(ps);
     tly_runsched_destroy(rs);
     tly_store_destroy(s);
     return errors ? 1 : 0;

@@ -1,0 +1,46 @@
+/*
+** accounted.h: what one placement charges to each AccountedResource (the
+** AccountedResource seed, contract section 2 "AccountedResources").
+**
+** For a pod placed on a node, every AccountedResource is evaluated on its
+** own and all matching ones are charged (one H200 GPU charges both `gpu` and
+** `gpu-h200`). Within one AccountedResource, the matching sources are
+** summed:
+**   resourceName R  the pod's effective request of R; for a GPU resource
+**                   (nvidia.com/gpu, amd.com/gpu) the accepted allocation:
+**                   whole GPUs, KAI fractions x devices, gpu-memory pods'
+**                   fraction of the chosen node's GPU, in 0.01 steps;
+**   podAnnotation   the annotation's number times the unit (a Kubernetes
+**                   suffix multiplies; any other word charges the number);
+**   dra             devices of the class selected for the pod's claims (DRA
+**                   allocation is not evaluated by this build: such pods are
+**                   reported as UnsupportedConstraint before charging).
+** match.nodeLabels must all equal the chosen node's labels.
+** `gpu-memory` is reserved by name: it charges the GPU memory of the
+** allocation once, whatever sources it lists: a whole GPU the node's GPU
+** memory, a fraction its share of it, a gpu-memory pod its request (MiB,
+** charged in bytes).
+*/
+#ifndef TALLY_ACCOUNTED_H
+#define TALLY_ACCOUNTED_H
+
+#include <stdint.h>
+
+#include "tally/objects.h"
+#include "tally/podreq.h"
+#include "tally/queues.h"
+
+/*
+** Fills out[a] for every AccountedResource a (tly_queues_accres order) for
+** pod p with request r on node n whose devices have gpu_mem_mib MiB.
+** *problem (may be NULL) gets a sentence about data that could not be used
+** (an annotation that is not a number), or NULL.
+*/
+void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
+                           const tly_k8s_node *n, uint64_t gpu_mem_mib, tly_qty *out,
+                           const char **problem, tly_arena *a);
+
+/* Hundredths of a GPU as a quantity (0.01 = 10^7 nano-units). */
+tly_qty tly_hundredths_qty(uint64_t h);
+
+#endif

@@ -1,0 +1,120 @@
+/*
+** accounted.c: AccountedResource charges for one placement (accounted.h).
+*/
+#include "tally/accounted.h"
+
+#include <string.h>
+
+#include "tally/error.h"
+
+tly_qty tly_hundredths_qty(uint64_t h)
+{
+    return (tly_qty){(tly_i128)h * 10000000, TLY_QFMT_DECIMAL_SI};
+}
+
+static bool labels_match(const tly_kvs *want, const tly_k8s_node *n)
+{
+    for (uint32_t i = 0; i < want->n; i++) {
+        const char *v = n ? tly_kvs_get(&n->meta.labels, want->v[i].key) : NULL;
+        if (!v || strcmp(v, want->v[i].val) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* The multiplier a unit stands for: a Kubernetes suffix ("Mi") or 1 for a word. */
+static tly_qty unit_multiplier(const char *unit)
+{
+    tly_qty one = tly_qty_from_int(1, TLY_QFMT_DECIMAL_SI), m;
+    if (!unit || !*unit)
+        return one;
+    char buf[32];
+    if (strlen(unit) > 8)
+        return one;
+    snprintf(buf, sizeof buf, "1%s", unit);
+    if (tly_qty_parse_str(buf, &m) == TLY_OK)
+        return m;
+    return one;  /* a word such as "percent": the number as it is */
+}
+
+/* a x b for quantities, rounded away from zero; false on overflow. */
+static bool qty_times(tly_qty a, tly_qty b, tly_qty *out)
+{
+    tly_i128 p;
+    if (__builtin_mul_overflow(a.nanos, b.nanos, &p)) {
+        /* Retry with b in whole units when it is whole (the usual Mi, Gi). */
+        if (b.nanos % 1000000000 != 0 ||
+            __builtin_mul_overflow(a.nanos, b.nanos / 1000000000, &p))
+            return false;
+        *out = (tly_qty){p, b.fmt};
+        return true;
+    }
+    tly_i128 r = p / 1000000000;
+    if (p % 1000000000)
+        r += p < 0 ? -1 : 1;
+    *out = (tly_qty){r, b.fmt};
+    return true;
+}
+
+static tly_qty gpu_memory_charge(const tly_podreq *r, uint64_t mem)
+{
+    uint64_t mib = 0;
+    switch (r->gpu_kind) {
+    case TLY_GPU_WHOLE: mib = (uint64_t)r->gpu_devices * mem; break;
+    case TLY_GPU_FRACTION: mib = ((uint64_t)r->gpu_portion * mem + 99) / 100 * r->gpu_devices; break;
+    case TLY_GPU_MEMORY: mib = r->gpu_memory_mib * r->gpu_devices; break;
+    default: break;
+    }
+    return (tly_qty){(tly_i128)mib * 1048576 * 1000000000, TLY_QFMT_BINARY_SI};
+}
+
+void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
+                           const tly_k8s_node *n, uint64_t gpu_mem_mib, tly_qty *out,
+                           const char **problem, tly_arena *a)
+{
+    if (problem)
+        *problem = NULL;
+    uint64_t gpu_h = tly_podreq_gpu_hundredths(r, gpu_mem_mib);
+    for (uint32_t k = 0; k < tly_queues_naccres(qs); k++) {
+        const tly_accres *ar = tly_queues_accres(qs, k);
+        tly_qty sum = {0, TLY_QFMT_DECIMAL_SI};
+        if (strcmp(ar->meta.name, "gpu-memory") == 0) {
+            out[k] = gpu_memory_charge(r, gpu_mem_mib);
+            continue;
+        }
+        for (uint32_t i = 0; i < ar->nsources; i++) {
+            const tly_accsrc *src = &ar->sources[i];
+            if (!labels_match(&src->match_node_labels, n))
+                continue;
+            tly_qty c = {0, TLY_QFMT_DECIMAL_SI};
+            if (src->kind == TLY_SRC_RESOURCE_NAME) {
+                if ((src->resource_id == TLY_R_NVIDIA_GPU || src->resource_id == TLY_R_AMD_GPU)) {
+                    if (r->gpu_kind != TLY_GPU_NONE && r->gpu_kind != TLY_GPU_MIG &&
+                        r->gpu_resource == src->resource_id)
+                        c = tly_hundredths_qty(gpu_h);
+                } else {
+                    c = tly_rlist_get(&r->req, src->resource_id, NULL);
+                }
+            } else if (src->kind == TLY_SRC_POD_ANNOTATION) {
+                const char *v = tly_kvs_get(&p->meta.annotations, src->annotation_key);
+                if (!v)
+                    continue;
+                tly_qty num;
+                const char *unit = src->qty_annotation_unit ? src->qty_annotation_unit
+                                                            : src->annotation_unit;
+                if (tly_qty_parse_str(v, &num) != TLY_OK || tly_qty_sign(num) < 0 ||
+                    !qty_times(num, unit_multiplier(unit), &c)) {
+                    if (problem)
+                        *problem = tly_arena_printf(
+                            a, "annotation %s=\"%s\" is not a non-negative number; AccountedResource %s charges nothing for it",
+                            src->annotation_key, v, ar->meta.name);
+                    continue;
+                }
+            }
+            tly_qty s2;
+            if (tly_qty_add(sum, c, &s2) == TLY_OK)
+                sum = s2;
+        }
+        out[k] = sum;
+    }
+}

@@ -1,0 +1,613 @@
+/*
+** podsched.c: the pod placement engine under queue policy (podsched.h).
+** This is where a pod is matched to a node and its queue charges are
+** checked for each candidate node.
+**
+** State: nodes[] (the store's nodes, name order) with the non-GPU resources
+** used by every bound pod and a tly_gpus device model; pods[] (tally's pods,
+** (namespace, name) order) with their effective requests; the queues'
+** ledger (queues.h). Bound pods are charged first, then pending workloads
+** are placed in priority order. A gang is placed tentatively pod by pod
+** (each later pod sees the earlier ones' charges, as KAI's statements do)
+** and rolled back whole when fewer than its minimum could be placed.
+*/
+#include "tally/podsched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/accounted.h"
+#include "tally/error.h"
+#include "tally/nodefit.h"
+
+#define DEFAULT_PRIORITY 50
+#define NON_PREEMPTIBLE_PRIORITY 100
+
+typedef struct {
+    const tly_k8s_node *n;
+    tly_rvec used;        /* every resource but GPU devices, from bound and placed pods */
+    tly_gpus gpus;
+    uint64_t gpu_mem;     /* MiB per device, 0 when unknown */
+} nstate;
+
+typedef struct {
+    tly_ps_result res;
+    tly_podreq req;
+    const tly_podgroup *pg;
+    int32_t queue;        /* index in the queues, or -1 */
+    int32_t priority;
+    bool non_preemptible;
+    bool pending;         /* tally must place it */
+    bool done;            /* its state is decided */
+    int32_t node;
+    tly_qcharge charge;   /* what it was charged (placed or bound) */
+} pstate;
+
+struct tly_podsched {
+    tly_store *s;
+    tly_names *names;
+    tly_arena *a;
+    tly_queues *qs;
+    nstate *nodes;
+    uint32_t nnodes;
+    pstate *pods;
+    uint32_t npods;
+    bool gpu_sharing;
+    uint64_t max_gpu_mem;
+};
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static bool gpu_sharing_enabled(const tly_config *c)
+{
+    if (!c)
+        return true;
+    if (c->gpu_sharing_mode && *c->gpu_sharing_mode)
+        return strcmp(c->gpu_sharing_mode, "Disabled") != 0;
+    return c->gpu_sharing != 0;
+}
+
+static int32_t class_value(const tly_store *s, const char *name, bool *found)
+{
+    const tly_priority_class *pc = name && *name ? tly_store_find(s, TLY_K_PRIORITY_CLASS, NULL, name) : NULL;
+    *found = pc != NULL;
+    return pc ? pc->value : 0;
+}
+
+/* Priority from the PodGroup's or the pod's PriorityClass, else globalDefault, else 50. */
+static int32_t priority_of(const tly_store *s, const tly_pod *p, const tly_podgroup *pg)
+{
+    bool found;
+    int32_t v;
+    if (pg && pg->priority_class_name && (v = class_value(s, pg->priority_class_name, &found), found))
+        return v;
+    if (p->priority_class_name && (v = class_value(s, p->priority_class_name, &found), found))
+        return v;
+    for (uint32_t i = 0; i < tly_store_count(s, TLY_K_PRIORITY_CLASS); i++) {
+        const tly_priority_class *pc = tly_store_at(s, TLY_K_PRIORITY_CLASS, i);
+        if (pc->global_default)
+            return pc->value;
+    }
+    return DEFAULT_PRIORITY;
+}
+
+static bool terminal(const tly_pod *p)
+{
+    return p->phase && (!strcmp(p->phase, "Succeeded") || !strcmp(p->phase, "Failed"));
+}
+
+static int32_t node_index(const tly_podsched *ps, const char *name)
+{
+    uint32_t lo = 0, hi = ps->nnodes;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(ps->nodes[mid].n->meta.name, name);
+        if (c == 0)
+            return (int32_t)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static bool is_gpu_id(uint32_t id) { return id == TLY_R_NVIDIA_GPU || id == TLY_R_AMD_GPU; }
+
+/* What pod p charges its queues on node `node` (-1: job level, the largest node GPU memory). */
+static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_accounted,
+                        tly_qcharge *c, const char **problem)
+{
+    memset(c, 0, sizeof *c);
+    uint64_t mem = node >= 0 ? ps->nodes[node].gpu_mem : ps->max_gpu_mem;
+    uint64_t h = tly_podreq_gpu_hundredths(&p->req, mem);
+    c->res[TLY_QR_CPU] = tly_rlist_get(&p->req.req, TLY_R_CPU, NULL);
+    c->res[TLY_QR_MEMORY] = tly_rlist_get(&p->req.req, TLY_R_MEMORY, NULL);
+    c->res[TLY_QR_GPU] = tly_hundredths_qty(h);
+    c->all.v = tly_arena_alloc(ps->a, (p->req.req.n + 2) * sizeof *c->all.v);
+    c->all.n = 0;
+    for (uint32_t i = 0; i < p->req.req.n; i++) {
+        uint32_t id = p->req.req.v[i].id;
+        if (id == TLY_R_PODS || is_gpu_id(id))
+            continue;
+        c->all.v[c->all.n++] = p->req.req.v[i];
+    }
+    if (h > 0)
+        tly_rlist_set(&c->all, ps->a, p->req.gpu_resource, c->res[TLY_QR_GPU]);
+    if (with_accounted && node >= 0) {
+        c->accounted = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
+        tly_accounted_charges(ps->qs, p->res.pod, &p->req, ps->nodes[node].n, mem, c->accounted,
+                              problem, ps->a);
+    }
+}
+
+static void add_charge(tly_qcharge *sum, const tly_qcharge *c, tly_arena *a)
+{
+    for (int r = 0; r < TLY_QR_COUNT; r++)
+        tly_qty_add(sum->res[r], c->res[r], &sum->res[r]);
+    tly_rlist out;
+    if (tly_rlist_add(&sum->all, &c->all, a, &out) == TLY_OK)
+        sum->all = out;
+}
+
+static void use_node(nstate *n, const tly_podreq *r, int sign)
+{
+    for (uint32_t i = 0; i < r->req.n; i++) {
+        if (is_gpu_id(r->req.v[i].id))
+            continue;
+        tly_rlist one = {(tly_rq *)&r->req.v[i], 1};
+        if (sign > 0)
+            tly_rvec_add_list(&n->used, &one);
+        else
+            tly_rvec_sub_list(&n->used, &one);
+    }
+}
+
+tly_podsched *tly_podsched_create(tly_store *s)
+{
+    tly_podsched *ps = tly_xcalloc(1, sizeof *ps);
+    ps->s = s;
+    ps->names = tly_store_names(s);
+    ps->a = tly_arena_create(256 * 1024);
+    ps->qs = tly_queues_create(s);
+    ps->gpu_sharing = gpu_sharing_enabled(tly_store_config(s));
+    ps->nnodes = tly_store_count(s, TLY_K_NODE);
+    ps->nodes = tly_xcalloc(ps->nnodes + 1, sizeof *ps->nodes);
+    for (uint32_t i = 0; i < ps->nnodes; i++) {
+        nstate *n = &ps->nodes[i];
+        n->n = tly_store_at(s, TLY_K_NODE, i);
+        tly_rvec_init(&n->used);
+        tly_gpus_init(&n->gpus, n->n);
+        n->gpu_mem = tly_node_gpu_memory_mib(n->n);
+        if (n->gpu_mem > ps->max_gpu_mem)
+            ps->max_gpu_mem = n->gpu_mem;
+    }
+    uint32_t np = tly_store_count(s, TLY_K_POD);
+    ps->pods = tly_xcalloc(np + 1, sizeof *ps->pods);
+    for (uint32_t i = 0; i < np; i++) {
+        const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
+        bool bound = p->node_name && *p->node_name && !terminal(p);
+        bool ours = tly_store_is_tally_pod(s, p);
+        if (!ours && !bound)
+            continue;
+        tly_podreq req;
+        tly_podreq_compute(p, ours ? ps->gpu_sharing : true, ps->names, ps->a, &req);
+        int32_t ni = bound ? node_index(ps, p->node_name) : -1;
+        if (ni >= 0) {
+            use_node(&ps->nodes[ni], &req, 1);
+            tly_gpus_place(&ps->nodes[ni].gpus, &req, true);
+        }
+        if (!ours)
+            continue;
+        pstate *q = &ps->pods[ps->npods++];
+        q->req = req;
+        q->res.pod = p;
+        q->res.queue = tly_store_pod_queue(s, p, &q->pg);
+        q->queue = tly_queues_find(ps->qs, q->res.queue);
+        q->priority = priority_of(s, p, q->pg);
+        q->non_preemptible = q->pg && q->pg->preemptibility != TLY_PREEMPT_UNSET
+                                 ? q->pg->preemptibility == TLY_PREEMPT_NON_PREEMPTIBLE
+                                 : q->priority >= NON_PREEMPTIBLE_PRIORITY;
+        q->node = ni;
+        q->res.accounted = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
+        if (terminal(p)) {
+            q->res.state = !strcmp(p->phase, "Succeeded") ? "Succeeded" : "Failed";
+            q->done = true;
+        } else if (bound) {
+            q->res.state = "Running";
+            q->res.node = p->node_name;
+            q->done = true;
+            if (q->queue >= 0 && ni >= 0) {
+                const char *problem;
+                make_charge(ps, q, ni, true, &q->charge, &problem);
+                tly_queues_charge(ps->qs, (uint32_t)q->queue, &q->charge, q->non_preemptible, 1);
+                memcpy(q->res.accounted, q->charge.accounted,
+                       tly_queues_naccres(ps->qs) * sizeof(tly_qty));
+                if (problem)
+                    q->res.message = problem;
+            }
+        } else {
+            q->pending = true;
+        }
+    }
+    return ps;
+}
+
+void tly_podsched_destroy(tly_podsched *ps)
+{
+    if (!ps)
+        return;
+    for (uint32_t i = 0; i < ps->nnodes; i++) {
+        tly_rvec_free(&ps->nodes[i].used);
+        tly_gpus_free(&ps->nodes[i].gpus);
+    }
+    free(ps->nodes);
+    free(ps->pods);
+    tly_queues_destroy(ps->qs);
+    tly_arena_destroy(ps->a);
+    free(ps);
+}
+
+/* ---- decisions ----------------------------------------------------------------- */
+
+static void decide(pstate *p, const char *state, const char *reason, const char *message)
+{
+    p->res.state = state;
+    p->res.reason = reason;
+    p->res.message = message;
+    p->done = true;
+}
+
+/* A queue-policy verdict: Gated, or Unschedulable when gating is off. */
+static void held(tly_podsched *ps, pstate *p, const tly_qverdict *v)
+{
+    bool gating = p->queue >= 0 ? tly_queues_gating(ps->qs, (uint32_t)p->queue)
+                                : !(tly_store_config(ps->s) && tly_store_config(ps->s)->gating_enabled == 0);
+    decide(p, gating ? "Gated" : "Unschedulable", v->reason, v->message);
+}
+
+static const char *foreign_gate(const tly_pod *p)
+{
+    for (uint32_t i = 0; i < p->ngates; i++)
+        if (strcmp(p->gates[i], "kai.scheduler/queue-admission") != 0)
+            return p->gates[i];
+    return NULL;
+}
+
+/* Static or resource misfit of pod p on node n: NULL when it fits. */
+static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
+{
+    tly_fit_result f = tly_nodefit_static(p->res.pod, n->n, NULL);
+    if (f != TLY_FIT_OK)
+        return tly_fit_result_text(f);
+    for (uint32_t i = 0; i < p->req.req.n; i++) {
+        const tly_rq *r = &p->req.req.v[i];
+        if (is_gpu_id(r->id) || tly_qty_sign(r->q) <= 0)
+            continue;
+        tly_qty total;
+        if (tly_qty_add(tly_rvec_get(&n->used, r->id), r->q, &total) != TLY_OK ||
+            tly_qty_cmp(total, tly_rlist_get(&n->n->allocatable, r->id, NULL)) > 0) {
+            snprintf(buf, len, "Insufficient %s", tly_names_str(ps->names, r->id));
+            return buf;
+        }
+    }
+    if (p->req.gpu_kind != TLY_GPU_NONE && p->req.gpu_kind != TLY_GPU_MIG &&
+        !tly_gpus_place((tly_gpus *)&n->gpus, &p->req, false)) {
+        if (p->req.gpu_kind == TLY_GPU_MEMORY && n->gpu_mem == 0)
+            return "node(s) without GPU memory information (nvidia.com/gpu.memory)";
+        snprintf(buf, len, "Insufficient %s", tly_names_str(ps->names, p->req.gpu_resource));
+        return buf;
+    }
+    return NULL;
+}
+
+typedef struct {
+    const char *text;
+    uint32_t count;
+} tally_count;
+
+static int cmp_count(const void *a, const void *b)
+{
+    return strcmp(((const tally_count *)a)->text, ((const tally_count *)b)->text);
+}
+
+/* "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint(s)." */
+static char *unschedulable_message(tly_podsched *ps, tally_count *c, uint32_t nc)
+{
+    qsort(c, nc, sizeof *c, cmp_count);
+    size_t cap = 128 + nc * 96, len = 0;
+    char *buf = tly_arena_alloc(ps->a, cap);
+    len += (size_t)snprintf(buf, cap, "0/%u nodes are available", ps->nnodes);
+    for (uint32_t i = 0; i < nc && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s %u %s", i ? "," : ":", c[i].count, c[i].text);
+    if (len < cap)
+        snprintf(buf + len, cap - len, ".");
+    return buf;
+}
+
+static void count_reason(tally_count **c, uint32_t *nc, const char *text, tly_arena *a)
+{
+    for (uint32_t i = 0; i < *nc; i++)
+        if (!strcmp((*c)[i].text, text)) {
+            (*c)[i].count++;
+            return;
+        }
+    (*c)[*nc].text = tly_arena_strdup(a, text);
+    (*c)[*nc].count = 1;
+    (*nc)++;
+}
+
+typedef struct {
+    uint32_t pod;
+    int32_t node;
+    tly_gpus before;     /* the node's devices before this placement */
+} placement;
+
+/* Tries to place pod p now; on success applies it and fills *pl. */
+static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
+                      tly_qverdict *policy, bool *any_policy, char **nodes_msg)
+{
+    pstate *p = &ps->pods[pi];
+    tally_count *counts = tly_arena_alloc(ps->a, (ps->nnodes + 1) * sizeof *counts);
+    uint32_t nc = 0;
+    int32_t best = -1;
+    tly_qty best_gpu = {0, 0}, best_cpu = {0, 0};
+    tly_qcharge best_charge;
+    const char *best_problem = NULL;
+    char buf[160];
+    for (uint32_t k = 0; k < ps->nnodes; k++) {
+        nstate *n = &ps->nodes[k];
+        const char *why = misfit(ps, p, n, buf, sizeof buf);
+        if (why) {
+            count_reason(&counts, &nc, why, ps->a);
+            continue;
+        }
+        tly_qcharge c;
+        const char *problem = NULL;
+        make_charge(ps, p, (int32_t)k, true, &c, &problem);
+        tly_qverdict v;
+        tly_queues_check(ps->qs, (uint32_t)p->queue, &c, p->non_preemptible, gating, &v);
+        if (!v.ok) {
+            if (!*any_policy)
+                *policy = v;
+            *any_policy = true;
+            count_reason(&counts, &nc, v.reason, ps->a);
+            continue;
+        }
+        /* Bin-pack: fewest free GPU hundredths left, then least free CPU left, then name. */
+        uint64_t total_h = (uint64_t)n->gpus.ndev * 100, used_h = tly_gpus_used_hundredths(&n->gpus);
+        uint64_t h = tly_podreq_gpu_hundredths(&p->req, n->gpu_mem);
+        tly_qty free_gpu = tly_hundredths_qty(total_h > used_h + h ? total_h - used_h - h : 0);
+        tly_qty free_cpu;
+        tly_qty_sub(tly_rlist_get(&n->n->allocatable, TLY_R_CPU, NULL), tly_rvec_get(&n->used, TLY_R_CPU),
+                    &free_cpu);
+        tly_qty_sub(free_cpu, c.res[TLY_QR_CPU], &free_cpu);
+        int cg = best < 0 ? -1 : tly_qty_cmp(free_gpu, best_gpu);
+        if (best < 0 || cg < 0 || (cg == 0 && tly_qty_cmp(free_cpu, best_cpu) < 0)) {
+            best = (int32_t)k;
+            best_gpu = free_gpu;
+            best_cpu = free_cpu;
+            best_charge = c;
+            best_problem = problem;
+        }
+    }
+    if (best < 0) {
+        *nodes_msg = unschedulable_message(ps, counts, nc);
+        return false;
+    }
+    nstate *n = &ps->nodes[best];
+    pl->pod = pi;
+    pl->node = best;
+    tly_gpus_copy(&pl->before, &n->gpus);
+    use_node(n, &p->req, 1);
+    tly_gpus_place(&n->gpus, &p->req, true);
+    tly_queues_charge(ps->qs, (uint32_t)p->queue, &best_charge, p->non_preemptible, 1);
+    p->charge = best_charge;
+    p->node = best;
+    if (best_problem)
+        p->res.message = best_problem;
+    return true;
+}
+
+static void undo(tly_podsched *ps, placement *pl)
+{
+    pstate *p = &ps->pods[pl->pod];
+    nstate *n = &ps->nodes[pl->node];
+    use_node(n, &p->req, -1);
+    tly_gpus_free(&n->gpus);
+    n->gpus = pl->before;
+    tly_queues_charge(ps->qs, (uint32_t)p->queue, &p->charge, p->non_preemptible, -1);
+    p->node = -1;
+    p->res.message = NULL;
+}
+
+/* Places one workload: the pending pods in unit[0..n). */
+static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
+{
+    pstate *first = &ps->pods[unit[0]];
+    const tly_podgroup *pg = first->pg;
+    /* Per-pod refusals that no queue or node can change. */
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        pstate *p = &ps->pods[unit[k]];
+        const char *gate = foreign_gate(p->res.pod);
+        if (gate) {
+            decide(p, "Gated", "SchedulingGated",
+                   tly_arena_printf(ps->a, "the pod has the scheduling gate %s, which is not tally's; it is not placed until the gate is removed", gate));
+        } else if (p->req.invalid) {
+            decide(p, "Invalid", p->req.reason, p->req.message);
+        } else if (p->res.pod->nclaims > 0) {
+            decide(p, "Unschedulable", "UnsupportedConstraint",
+                   "the pod uses DRA resource claims, which this build of tally does not allocate");
+        } else if (p->res.pod->has_pod_affinity || p->res.pod->has_topology_spread) {
+            decide(p, "Unschedulable", "UnsupportedConstraint",
+                   p->res.pod->has_pod_affinity
+                       ? "the pod has required pod affinity or anti-affinity, which tally does not evaluate"
+                       : "the pod has a DoNotSchedule topology spread constraint, which tally does not evaluate");
+        } else {
+            unit[m++] = unit[k];
+        }
+    }
+    if (m == 0)
+        return;
+    n = m;
+    uint32_t running = 0;
+    if (pg)
+        for (uint32_t i = 0; i < ps->npods; i++)
+            if (ps->pods[i].pg == pg && ps->pods[i].res.state && !strcmp(ps->pods[i].res.state, "Running"))
+                running++;
+    uint32_t min_member = pg ? (uint32_t)(pg->min_member > 0 ? pg->min_member : 1) : 1;
+    uint32_t need = min_member > running ? min_member - running : 1;
+    if (need > n)
+        need = n;  /* fewer pending than the minimum: place what exists (KAI would wait) */
+
+    tly_qverdict v;
+    int32_t q = tly_queues_admissible(ps->qs, first->res.queue, &v);
+    if (q < 0) {
+        for (uint32_t k = 0; k < n; k++)
+            held(ps, &ps->pods[unit[k]], &v);
+        return;
+    }
+    bool gating = tly_queues_gating(ps->qs, (uint32_t)q);
+    /* Job level: the whole workload against spec.resources. */
+    tly_qcharge sum;
+    memset(&sum, 0, sizeof sum);
+    for (uint32_t k = 0; k < n; k++) {
+        tly_qcharge c;
+        make_charge(ps, &ps->pods[unit[k]], -1, false, &c, NULL);
+        add_charge(&sum, &c, ps->a);
+    }
+    bool np = first->non_preemptible;
+    tly_queues_check(ps->qs, (uint32_t)q, &sum, np, gating, &v);
+    if (!v.ok) {
+        for (uint32_t k = 0; k < n; k++)
+            held(ps, &ps->pods[unit[k]], &v);
+        return;
+    }
+    placement *pl = tly_xmalloc(n * sizeof *pl);
+    uint32_t placed = 0;
+    tly_qverdict policy = {0};
+    bool any_policy = false;
+    char **msgs = tly_arena_zalloc(ps->a, n * sizeof *msgs);
+    bool *pol = tly_arena_zalloc(ps->a, n * sizeof *pol);
+    tly_qverdict *pols = tly_arena_zalloc(ps->a, n * sizeof *pols);
+    for (uint32_t k = 0; k < n; k++) {
+        bool anyp = false;
+        tly_qverdict pv = {0};
+        if (place_pod(ps, unit[k], gating, &pl[placed], &pv, &anyp, &msgs[k])) {
+            placed++;
+            continue;
+        }
+        pol[k] = anyp;
+        pols[k] = pv;
+        if (anyp && !any_policy) {
+            policy = pv;
+            any_policy = true;
+        }
+    }
+    if (placed >= need) {
+        for (uint32_t k = 0; k < placed; k++) {
+            pstate *p = &ps->pods[pl[k].pod];
+            tly_gpus_free(&pl[k].before);
+            p->res.node = ps->nodes[p->node].n->meta.name;
+            memcpy(p->res.accounted, p->charge.accounted, tly_queues_naccres(ps->qs) * sizeof(tly_qty));
+            decide(p, "Bound", NULL, p->res.message);
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            pstate *p = &ps->pods[unit[k]];
+            if (p->done)
+                continue;
+            if (pol[k])
+                held(ps, p, &pols[k]);
+            else
+                decide(p, "Unschedulable", "Unschedulable", msgs[k]);
+        }
+        free(pl);
+        return;
+    }
+    /* Not enough: roll the gang back, newest first. */
+    for (uint32_t k = placed; k-- > 0;)
+        undo(ps, &pl[k]);
+    free(pl);
+    const char *gang = pg ? tly_arena_printf(ps->a, "PodGroup %s needs %u pods placed together; only %u fit. ",
+                                             pg->meta.name, need, placed)
+                          : "";
+    for (uint32_t k = 0; k < n; k++) {
+        pstate *p = &ps->pods[unit[k]];
+        if (any_policy) {
+            tly_qverdict gv = policy;
+            gv.message = tly_arena_printf(ps->a, "%s%s", gang, policy.message);
+            held(ps, p, &gv);
+        } else {
+            const char *m2 = msgs[k] ? msgs[k] : "the other pods of its PodGroup do not fit";
+            decide(p, "Unschedulable", "Unschedulable", tly_arena_printf(ps->a, "%s%s", gang, m2));
+        }
+    }
+    /* Passed the queue checks but fits no node: Reserved for later workloads. */
+    if (!any_policy && gating)
+        tly_queues_reserve(ps->qs, (uint32_t)q, &sum, np);
+}
+
+/* ---- order ------------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t *pods;
+    uint32_t n;
+    int32_t qprio, prio;
+    int64_t created;
+    const char *ns, *name;
+} unit_t;
+
+static int cmp_unit(const void *pa, const void *pb)
+{
+    const unit_t *a = pa, *b = pb;
+    if (a->qprio != b->qprio)
+        return a->qprio > b->qprio ? -1 : 1;
+    if (a->prio != b->prio)
+        return a->prio > b->prio ? -1 : 1;
+    if (a->created != b->created)
+        return a->created < b->created ? -1 : 1;
+    int c = strcmp(a->ns, b->ns);
+    return c ? c : strcmp(a->name, b->name);
+}
+
+void tly_podsched_run(tly_podsched *ps)
+{
+    unit_t *units = tly_xcalloc(ps->npods + 1, sizeof *units);
+    uint32_t nu = 0;
+    uint32_t *slots = tly_xmalloc((ps->npods + 1) * sizeof *slots);
+    uint32_t used = 0;
+    bool *taken = tly_xcalloc(ps->npods + 1, sizeof *taken);
+    for (uint32_t i = 0; i < ps->npods; i++) {
+        if (!ps->pods[i].pending || taken[i])
+            continue;
+        unit_t *u = &units[nu++];
+        u->pods = slots + used;
+        const tly_podgroup *pg = ps->pods[i].pg;
+        for (uint32_t j = i; j < ps->npods; j++)
+            if (ps->pods[j].pending && !taken[j] && (j == i || (pg && ps->pods[j].pg == pg))) {
+                u->pods[u->n++] = j;
+                taken[j] = true;
+            }
+        used += u->n;
+        pstate *p = &ps->pods[i];
+        int32_t qi = p->queue;
+        const tly_queue *queue = qi >= 0 ? tly_queues_queue(ps->qs, (uint32_t)qi) : NULL;
+        u->qprio = queue && queue->has_priority ? queue->priority : 100;
+        u->prio = p->priority;
+        u->created = pg && pg->meta.created != TLY_NO_TIME ? pg->meta.created : p->res.pod->meta.created;
+        u->ns = p->res.pod->meta.ns;
+        u->name = pg ? pg->meta.name : p->res.pod->meta.name;
+    }
+    qsort(units, nu, sizeof *units, cmp_unit);
+    for (uint32_t k = 0; k < nu; k++)
+        place_unit(ps, units[k].pods, units[k].n);
+    free(taken);
+    free(slots);
+    free(units);
+}
+
+uint32_t tly_podsched_npods(const tly_podsched *ps) { return ps->npods; }
+const tly_ps_result *tly_podsched_pod(const tly_podsched *ps, uint32_t i) { return &ps->pods[i].res; }
+tly_queues *tly_podsched_queues(tly_podsched *ps) { return ps->qs; }
