@@ -3,6 +3,7 @@
 */
 #include "tally/accounted.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "tally/error.h"
@@ -68,23 +69,25 @@ static tly_qty gpu_memory_charge(const tly_podreq *r, uint64_t mem)
     return (tly_qty){(tly_i128)mib * 1048576 * 1000000000, TLY_QFMT_BINARY_SI};
 }
 
-void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
-                           const tly_k8s_node *n, uint64_t gpu_mem_mib, tly_qty *out,
-                           const char **problem, tly_arena *a)
+/* The charges; `matched(src index)` says whether a source's node labels hold. */
+static void charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
+                    const tly_k8s_node *n, const tly_acc_match *m, uint32_t node,
+                    uint64_t gpu_mem_mib, tly_qty *out, const char **problem, tly_arena *a)
 {
     if (problem)
         *problem = NULL;
     uint64_t gpu_h = tly_podreq_gpu_hundredths(r, gpu_mem_mib);
+    const uint8_t *row = m ? m->bits + (size_t)node * m->nsrc : NULL;
     for (uint32_t k = 0; k < tly_queues_naccres(qs); k++) {
         const tly_accres *ar = tly_queues_accres(qs, k);
         tly_qty sum = {0, TLY_QFMT_DECIMAL_SI};
-        if (strcmp(ar->meta.name, "gpu-memory") == 0) {
+        if (tly_queues_accres_is_gpu_memory(qs, k)) {
             out[k] = gpu_memory_charge(r, gpu_mem_mib);
             continue;
         }
         for (uint32_t i = 0; i < ar->nsources; i++) {
             const tly_accsrc *src = &ar->sources[i];
-            if (!labels_match(&src->match_node_labels, n))
+            if (row ? !row[m->off[k] + i] : !labels_match(&src->match_node_labels, n))
                 continue;
             tly_qty c = {0, TLY_QFMT_DECIMAL_SI};
             if (src->kind == TLY_SRC_RESOURCE_NAME) {
@@ -117,4 +120,46 @@ void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_pod
         }
         out[k] = sum;
     }
+}
+
+void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
+                           const tly_k8s_node *n, uint64_t gpu_mem_mib, tly_qty *out,
+                           const char **problem, tly_arena *a)
+{
+    charges(qs, p, r, n, NULL, 0, gpu_mem_mib, out, problem, a);
+}
+
+void tly_accounted_charges_matched(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
+                                   const tly_acc_match *m, uint32_t node, uint64_t gpu_mem_mib,
+                                   tly_qty *out, const char **problem, tly_arena *a)
+{
+    charges(qs, p, r, NULL, m, node, gpu_mem_mib, out, problem, a);
+}
+
+void tly_acc_match_build(tly_acc_match *m, const tly_queues *qs, const tly_k8s_node *const *nodes,
+                         uint32_t nnodes)
+{
+    uint32_t na = tly_queues_naccres(qs);
+    m->off = tly_xmalloc((na + 1) * sizeof *m->off);
+    m->nsrc = 0;
+    for (uint32_t k = 0; k < na; k++) {
+        m->off[k] = m->nsrc;
+        m->nsrc += tly_queues_accres(qs, k)->nsources;
+    }
+    m->bits = tly_xcalloc((size_t)nnodes * m->nsrc + 1, 1);
+    for (uint32_t n = 0; n < nnodes; n++)
+        for (uint32_t k = 0; k < na; k++) {
+            const tly_accres *ar = tly_queues_accres(qs, k);
+            for (uint32_t i = 0; i < ar->nsources; i++)
+                m->bits[(size_t)n * m->nsrc + m->off[k] + i] =
+                    labels_match(&ar->sources[i].match_node_labels, nodes[n]);
+        }
+}
+
+void tly_acc_match_free(tly_acc_match *m)
+{
+    free(m->bits);
+    free(m->off);
+    m->bits = NULL;
+    m->off = NULL;
 }

@@ -24,11 +24,20 @@
 #define DEFAULT_PRIORITY 50
 #define NON_PREEMPTIBLE_PRIORITY 100
 
+/* One reason nodes were refused, and on how many. */
+typedef struct tally_count {
+    const char *text;
+    uint32_t count;
+} tally_count;
+
 typedef struct {
     const tly_k8s_node *n;
     tly_rvec used;        /* every resource but GPU devices, from bound and placed pods */
     tly_gpus gpus;
     uint64_t gpu_mem;     /* MiB per device, 0 when unknown */
+    uint64_t free_h;      /* GPU hundredths free: the first bin-pack key */
+    tly_i128 free_cpu;    /* allocatable cpu - used cpu, nano-cores: the second */
+    uint32_t pos;         /* position in the bin-pack order */
 } nstate;
 
 typedef struct {
@@ -55,6 +64,11 @@ struct tly_podsched {
     uint32_t npods;
     bool gpu_sharing;
     uint64_t max_gpu_mem;
+    tly_qty *acc_try, *acc_best;   /* per-node scratch for AccountedResource charges */
+    struct tally_count *counts;    /* per-pod scratch: why nodes were refused */
+    tly_acc_match match;           /* AccountedResource node-label matches per node */
+    uint32_t *order;               /* node indices by (free_h, free_cpu, name): fullest first */
+    uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
 };
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -115,6 +129,74 @@ static int32_t node_index(const tly_podsched *ps, const char *name)
 
 static bool is_gpu_id(uint32_t id) { return id == TLY_R_NVIDIA_GPU || id == TLY_R_AMD_GPU; }
 
+/* ---- the bin-pack order ------------------------------------------------------ */
+
+static void refresh_keys(nstate *n)
+{
+    uint64_t total = (uint64_t)n->gpus.ndev * 100, used = tly_gpus_used_hundredths(&n->gpus);
+    n->free_h = total > used ? total - used : 0;
+    n->free_cpu = tly_rlist_get(&n->n->allocatable, TLY_R_CPU, NULL).nanos -
+                  tly_rvec_get(&n->used, TLY_R_CPU).nanos;
+}
+
+static int node_key_cmp(const nstate *a, uint32_t ia, const nstate *b, uint32_t ib)
+{
+    if (a->free_h != b->free_h)
+        return a->free_h < b->free_h ? -1 : 1;
+    if (a->free_cpu != b->free_cpu)
+        return a->free_cpu < b->free_cpu ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
+}
+
+static int cmp_order(const void *pa, const void *pb, void *ctx)
+{
+    const nstate *nodes = ctx;
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    return node_key_cmp(&nodes[a], a, &nodes[b], b);
+}
+
+/* Node k's keys changed: move it to its place in the order. */
+static void reorder(tly_podsched *ps, uint32_t k)
+{
+    nstate *n = &ps->nodes[k];
+    refresh_keys(n);
+    uint32_t pos = n->pos;
+    memmove(ps->order + pos, ps->order + pos + 1, (ps->nnodes - pos - 1) * sizeof *ps->order);
+    uint32_t lo = 0, hi = ps->nnodes - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2, m = ps->order[mid];
+        if (node_key_cmp(&ps->nodes[m], m, n, k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(ps->order + lo + 1, ps->order + lo, (ps->nnodes - 1 - lo) * sizeof *ps->order);
+    ps->order[lo] = k;
+    uint32_t from = lo < pos ? lo : pos, to = lo < pos ? pos : lo;
+    for (uint32_t i = from; i <= to; i++)
+        ps->nodes[ps->order[i]].pos = i;
+}
+
+/* Position of a PodGroup in the store's (namespace, name) order. */
+static uint32_t pg_index(const tly_store *s, const tly_podgroup *pg)
+{
+    uint32_t lo = 0, hi = tly_store_count(s, TLY_K_PODGROUP);
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const tly_podgroup *x = tly_store_at(s, TLY_K_PODGROUP, mid);
+        int c = strcmp(x->meta.ns, pg->meta.ns);
+        if (!c)
+            c = strcmp(x->meta.name, pg->meta.name);
+        if (!c)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
 /* What pod p charges its queues on node `node` (-1: job level, the largest node GPU memory). */
 static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_accounted,
                         tly_qcharge *c, const char **problem)
@@ -140,6 +222,24 @@ static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_acc
         tly_accounted_charges(ps->qs, p->res.pod, &p->req, ps->nodes[node].n, mem, c->accounted,
                               problem, ps->a);
     }
+}
+
+/*
+** The charge of pod p on node `node` for checking only: the three KAI
+** dimensions and the AccountedResources (into acc, caller's buffer). No
+** allocation: this runs for every candidate node.
+*/
+static void node_charge(tly_podsched *ps, const pstate *p, uint32_t node, tly_qcharge *c,
+                        tly_qty *acc, const char **problem)
+{
+    memset(c, 0, sizeof *c);
+    uint64_t mem = ps->nodes[node].gpu_mem;
+    c->res[TLY_QR_CPU] = tly_rlist_get(&p->req.req, TLY_R_CPU, NULL);
+    c->res[TLY_QR_MEMORY] = tly_rlist_get(&p->req.req, TLY_R_MEMORY, NULL);
+    c->res[TLY_QR_GPU] = tly_hundredths_qty(tly_podreq_gpu_hundredths(&p->req, mem));
+    c->accounted = acc;
+    tly_accounted_charges_matched(ps->qs, p->res.pod, &p->req, &ps->match, node, mem, acc, problem,
+                                  ps->a);
 }
 
 static void add_charge(tly_qcharge *sum, const tly_qcharge *c, tly_arena *a)
@@ -171,9 +271,13 @@ tly_podsched *tly_podsched_create(tly_store *s)
     ps->names = tly_store_names(s);
     ps->a = tly_arena_create(256 * 1024);
     ps->qs = tly_queues_create(s);
+    ps->acc_try = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
+    ps->acc_best = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
     ps->gpu_sharing = gpu_sharing_enabled(tly_store_config(s));
     ps->nnodes = tly_store_count(s, TLY_K_NODE);
     ps->nodes = tly_xcalloc(ps->nnodes + 1, sizeof *ps->nodes);
+    /* Reasons are few distinct strings; one slot per node is the most there can be. */
+    ps->counts = tly_xcalloc(ps->nnodes + 1, sizeof *ps->counts);
     for (uint32_t i = 0; i < ps->nnodes; i++) {
         nstate *n = &ps->nodes[i];
         n->n = tly_store_at(s, TLY_K_NODE, i);
@@ -183,6 +287,12 @@ tly_podsched *tly_podsched_create(tly_store *s)
         if (n->gpu_mem > ps->max_gpu_mem)
             ps->max_gpu_mem = n->gpu_mem;
     }
+    const tly_k8s_node **nl = tly_xmalloc((ps->nnodes + 1) * sizeof *nl);
+    for (uint32_t i = 0; i < ps->nnodes; i++)
+        nl[i] = ps->nodes[i].n;
+    tly_acc_match_build(&ps->match, ps->qs, nl, ps->nnodes);
+    free(nl);
+    ps->pg_running = tly_xcalloc(tly_store_count(s, TLY_K_PODGROUP) + 1, sizeof *ps->pg_running);
     uint32_t np = tly_store_count(s, TLY_K_POD);
     ps->pods = tly_xcalloc(np + 1, sizeof *ps->pods);
     for (uint32_t i = 0; i < np; i++) {
@@ -216,6 +326,8 @@ tly_podsched *tly_podsched_create(tly_store *s)
             q->done = true;
         } else if (bound) {
             q->res.state = "Running";
+            if (q->pg)
+                ps->pg_running[pg_index(s, q->pg)]++;
             q->res.node = p->node_name;
             q->done = true;
             if (q->queue >= 0 && ni >= 0) {
@@ -231,6 +343,14 @@ tly_podsched *tly_podsched_create(tly_store *s)
             q->pending = true;
         }
     }
+    ps->order = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->order);
+    for (uint32_t i = 0; i < ps->nnodes; i++) {
+        refresh_keys(&ps->nodes[i]);
+        ps->order[i] = i;
+    }
+    qsort_r(ps->order, ps->nnodes, sizeof *ps->order, cmp_order, ps->nodes);
+    for (uint32_t i = 0; i < ps->nnodes; i++)
+        ps->nodes[ps->order[i]].pos = i;
     return ps;
 }
 
@@ -243,6 +363,10 @@ void tly_podsched_destroy(tly_podsched *ps)
         tly_gpus_free(&ps->nodes[i].gpus);
     }
     free(ps->nodes);
+    free(ps->counts);
+    free(ps->order);
+    free(ps->pg_running);
+    tly_acc_match_free(&ps->match);
     free(ps->pods);
     tly_queues_destroy(ps->qs);
     tly_arena_destroy(ps->a);
@@ -302,11 +426,6 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
     return NULL;
 }
 
-typedef struct {
-    const char *text;
-    uint32_t count;
-} tally_count;
-
 static int cmp_count(const void *a, const void *b)
 {
     return strcmp(((const tally_count *)a)->text, ((const tally_count *)b)->text);
@@ -344,64 +463,114 @@ typedef struct {
     tly_gpus before;     /* the node's devices before this placement */
 } placement;
 
-/* Tries to place pod p now; on success applies it and fills *pl. */
+/*
+** Can pod p go to node k now? 1 yes; 0 no for node reasons (why in *why);
+** -1 no for queue policy (verdict in *v, message formatted unless quiet).
+** The AccountedResource charges on k are left in ps->acc_try.
+*/
+static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
+                    const char **why, char *buf, size_t len, const char **problem)
+{
+    *why = misfit(ps, p, &ps->nodes[k], buf, len);
+    if (*why)
+        return 0;
+    tly_qcharge c;
+    node_charge(ps, p, k, &c, ps->acc_try, problem);
+    tly_queues_check(ps->qs, (uint32_t)p->queue, &c, p->non_preemptible, gating, v);
+    return v->ok ? 1 : -1;
+}
+
+/*
+** Tries to place pod p now; on success applies it and fills *pl.
+**
+** Fast path: the nodes are kept in bin-pack order (fewest free GPU
+** hundredths, then least free CPU, then name), and for every request but
+** gpu-memory the pod takes the same GPU amount on every node, so the first
+** node in that order where it fits is the best one: scan from the first node
+** with enough free GPU and stop there. A gpu-memory pod (its GPU share
+** depends on the node) and a pod that fits nowhere take the full scan, which
+** also counts the reasons for the message.
+*/
 static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
                       tly_qverdict *policy, bool *any_policy, char **nodes_msg)
 {
     pstate *p = &ps->pods[pi];
-    tally_count *counts = tly_arena_alloc(ps->a, (ps->nnodes + 1) * sizeof *counts);
-    uint32_t nc = 0;
-    int32_t best = -1;
-    tly_qty best_gpu = {0, 0}, best_cpu = {0, 0};
-    tly_qcharge best_charge;
-    const char *best_problem = NULL;
     char buf[160];
-    for (uint32_t k = 0; k < ps->nnodes; k++) {
-        nstate *n = &ps->nodes[k];
-        const char *why = misfit(ps, p, n, buf, sizeof buf);
-        if (why) {
-            count_reason(&counts, &nc, why, ps->a);
-            continue;
+    const char *why, *problem = NULL, *best_problem = NULL;
+    int32_t best = -1;
+    if (p->req.gpu_kind != TLY_GPU_MEMORY) {
+        uint64_t h = tly_podreq_gpu_hundredths(&p->req, 0);
+        uint32_t lo = 0, hi = ps->nnodes;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (ps->nodes[ps->order[mid]].free_h < h)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
-        tly_qcharge c;
-        const char *problem = NULL;
-        make_charge(ps, p, (int32_t)k, true, &c, &problem);
-        tly_qverdict v;
-        tly_queues_check(ps->qs, (uint32_t)p->queue, &c, p->non_preemptible, gating, &v);
-        if (!v.ok) {
-            if (!*any_policy)
-                *policy = v;
-            *any_policy = true;
-            count_reason(&counts, &nc, v.reason, ps->a);
-            continue;
-        }
-        /* Bin-pack: fewest free GPU hundredths left, then least free CPU left, then name. */
-        uint64_t total_h = (uint64_t)n->gpus.ndev * 100, used_h = tly_gpus_used_hundredths(&n->gpus);
-        uint64_t h = tly_podreq_gpu_hundredths(&p->req, n->gpu_mem);
-        tly_qty free_gpu = tly_hundredths_qty(total_h > used_h + h ? total_h - used_h - h : 0);
-        tly_qty free_cpu;
-        tly_qty_sub(tly_rlist_get(&n->n->allocatable, TLY_R_CPU, NULL), tly_rvec_get(&n->used, TLY_R_CPU),
-                    &free_cpu);
-        tly_qty_sub(free_cpu, c.res[TLY_QR_CPU], &free_cpu);
-        int cg = best < 0 ? -1 : tly_qty_cmp(free_gpu, best_gpu);
-        if (best < 0 || cg < 0 || (cg == 0 && tly_qty_cmp(free_cpu, best_cpu) < 0)) {
-            best = (int32_t)k;
-            best_gpu = free_gpu;
-            best_cpu = free_cpu;
-            best_charge = c;
-            best_problem = problem;
+        for (uint32_t i = lo; i < ps->nnodes && best < 0; i++) {
+            uint32_t k = ps->order[i];
+            tly_qverdict v = {.quiet = true};
+            if (try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem) == 1) {
+                best = (int32_t)k;
+                best_problem = problem;
+                tly_qty *t = ps->acc_best;
+                ps->acc_best = ps->acc_try;
+                ps->acc_try = t;
+            }
         }
     }
     if (best < 0) {
-        *nodes_msg = unschedulable_message(ps, counts, nc);
-        return false;
+        /* The full scan, in name order: the best node for a gpu-memory pod, or
+           why the pod fits nowhere. */
+        tally_count *counts = ps->counts;
+        uint32_t nc = 0;
+        uint64_t best_free = 0;
+        tly_i128 best_cpu = 0;
+        for (uint32_t k = 0; k < ps->nnodes; k++) {
+            tly_qverdict v = {.quiet = *any_policy};
+            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem);
+            if (r == 0) {
+                count_reason(&counts, &nc, why, ps->a);
+                continue;
+            }
+            if (r < 0) {
+                if (!*any_policy)
+                    *policy = v;
+                *any_policy = true;
+                count_reason(&counts, &nc, v.reason, ps->a);
+                continue;
+            }
+            nstate *n = &ps->nodes[k];
+            uint64_t h = tly_podreq_gpu_hundredths(&p->req, n->gpu_mem);
+            uint64_t free_after = n->free_h > h ? n->free_h - h : 0;
+            tly_i128 cpu_after = n->free_cpu - tly_rlist_get(&p->req.req, TLY_R_CPU, NULL).nanos;
+            if (best < 0 || free_after < best_free || (free_after == best_free && cpu_after < best_cpu)) {
+                best = (int32_t)k;
+                best_free = free_after;
+                best_cpu = cpu_after;
+                best_problem = problem;
+                tly_qty *t = ps->acc_best;
+                ps->acc_best = ps->acc_try;
+                ps->acc_try = t;
+            }
+        }
+        if (best < 0) {
+            *nodes_msg = unschedulable_message(ps, counts, nc);
+            return false;
+        }
     }
     nstate *n = &ps->nodes[best];
     pl->pod = pi;
     pl->node = best;
+    tly_qcharge best_charge;
+    make_charge(ps, p, best, false, &best_charge, NULL);
+    best_charge.accounted = tly_arena_alloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
+    memcpy(best_charge.accounted, ps->acc_best, tly_queues_naccres(ps->qs) * sizeof(tly_qty));
     tly_gpus_copy(&pl->before, &n->gpus);
     use_node(n, &p->req, 1);
     tly_gpus_place(&n->gpus, &p->req, true);
+    reorder(ps, (uint32_t)best);
     tly_queues_charge(ps->qs, (uint32_t)p->queue, &best_charge, p->non_preemptible, 1);
     p->charge = best_charge;
     p->node = best;
@@ -417,6 +586,7 @@ static void undo(tly_podsched *ps, placement *pl)
     use_node(n, &p->req, -1);
     tly_gpus_free(&n->gpus);
     n->gpus = pl->before;
+    reorder(ps, (uint32_t)pl->node);
     tly_queues_charge(ps->qs, (uint32_t)p->queue, &p->charge, p->non_preemptible, -1);
     p->node = -1;
     p->res.message = NULL;
@@ -452,11 +622,7 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
     if (m == 0)
         return;
     n = m;
-    uint32_t running = 0;
-    if (pg)
-        for (uint32_t i = 0; i < ps->npods; i++)
-            if (ps->pods[i].pg == pg && ps->pods[i].res.state && !strcmp(ps->pods[i].res.state, "Running"))
-                running++;
+    uint32_t running = pg ? ps->pg_running[pg_index(ps->s, pg)] : 0;
     uint32_t min_member = pg ? (uint32_t)(pg->min_member > 0 ? pg->min_member : 1) : 1;
     uint32_t need = min_member > running ? min_member - running : 1;
     if (need > n)
@@ -479,6 +645,7 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
         add_charge(&sum, &c, ps->a);
     }
     bool np = first->non_preemptible;
+    v.quiet = false;
     tly_queues_check(ps->qs, (uint32_t)q, &sum, np, gating, &v);
     if (!v.ok) {
         for (uint32_t k = 0; k < n; k++)

@@ -34,6 +34,7 @@ typedef struct {
     tly_qty rsv[TLY_QR_COUNT], rsv_np[TLY_QR_COUNT];
     tly_rvec alloc, alloc_np;
     tly_qty *acc_used, *acc_rsv;     /* per AccountedResource */
+    tly_qty *acc_limit;              /* effective limit per AccountedResource (negative: none) */
     const char *missing_ref;         /* own unresolved resourceRef */
     const char *path_missing_ref;    /* own or an ancestor's */
     int32_t path_missing_at;         /* the queue that holds it */
@@ -46,6 +47,7 @@ struct tly_queues {
     uint32_t n;
     const tly_accres **acc;
     uint32_t nacc;
+    bool *acc_gpu_memory;            /* the reserved name gpu-memory */
     bool gating_global;
 };
 
@@ -102,6 +104,9 @@ tly_queues *tly_queues_create(tly_store *s)
     for (uint32_t a = 0; a < qs->nacc; a++)
         qs->acc[a] = tly_store_at(s, TLY_K_ACCOUNTED_RESOURCE, a);
     qsort(qs->acc, qs->nacc, sizeof *qs->acc, cmp_accres);
+    qs->acc_gpu_memory = tly_arena_zalloc(qs->a, (qs->nacc + 1) * sizeof *qs->acc_gpu_memory);
+    for (uint32_t a = 0; a < qs->nacc; a++)
+        qs->acc_gpu_memory[a] = strcmp(qs->acc[a]->meta.name, "gpu-memory") == 0;
     const tly_config *cfg = tly_store_config(s);
     qs->gating_global = !(cfg && cfg->gating_enabled == 0);
 
@@ -122,6 +127,18 @@ tly_queues *tly_queues_create(tly_store *s)
                                          &n->bound[0][r]);
             n->bounded[1][r] = kai_bound(r, n->q->has_resources, qr[r]->has_limit, qr[r]->limit,
                                          &n->bound[1][r]);
+        }
+        n->acc_limit = tly_arena_alloc(qs->a, (qs->nacc + 1) * sizeof *n->acc_limit);
+        for (uint32_t a = 0; a < qs->nacc; a++)
+            n->acc_limit[a] = qs->acc[a]->has_default_limit ? qs->acc[a]->default_limit
+                                                            : tly_qty_from_int(-1, TLY_QFMT_DECIMAL_SI);
+        for (uint32_t k = 0; k < n->q->naccrefs; k++) {
+            const tly_queue_accref *e = &n->q->accrefs[k];
+            if (!e->ref || !e->has_limit)
+                continue;
+            for (uint32_t a = 0; a < qs->nacc; a++)
+                if (!strcmp(e->ref, qs->acc[a]->meta.name))
+                    n->acc_limit[a] = e->limit;
         }
         for (uint32_t k = 0; k < n->q->naccrefs; k++) {
             const char *ref = n->q->accrefs[k].ref;
@@ -296,6 +313,8 @@ static void over_limit(tly_queues *qs, const qnode *n, int r, tly_qty used, tly_
 {
     v->ok = false;
     v->reason = "OverLimit";
+    if (v->quiet)
+        return;
     v->message = tly_arena_printf(
         qs->a,
         "%s quota has reached the allowable limit of %s. Limit is %s %s, currently %s %s allocated "
@@ -310,6 +329,8 @@ static void over_quota(tly_queues *qs, const qnode *n, int r, tly_qty used, tly_
 {
     v->ok = false;
     v->reason = "NonPreemptibleOverQuota";
+    if (v->quiet)
+        return;
     const char *requested = r == TLY_QR_GPU ? exact(qs->a, req) : humanize(qs->a, req, dims[r].div);
     v->message = tly_arena_printf(
         qs->a,
@@ -331,15 +352,12 @@ static bool exceeds(tly_qty used, tly_qty rsv, tly_qty req, tly_qty bound)
 
 tly_qty tly_queues_accounted_limit(const tly_queues *qs, uint32_t q, uint32_t a)
 {
-    const tly_queue *queue = qs->q[q].q;
-    const tly_accres *ar = qs->acc[a];
-    for (uint32_t k = 0; k < queue->naccrefs; k++)
-        if (queue->accrefs[k].ref && !strcmp(queue->accrefs[k].ref, ar->meta.name) &&
-            queue->accrefs[k].has_limit)
-            return queue->accrefs[k].limit;
-    if (ar->has_default_limit)
-        return ar->default_limit;
-    return tly_qty_from_int(-1, TLY_QFMT_DECIMAL_SI);
+    return qs->q[q].acc_limit[a];
+}
+
+bool tly_queues_accres_is_gpu_memory(const tly_queues *qs, uint32_t a)
+{
+    return qs->acc_gpu_memory[a];
 }
 
 void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non_preemptible,
@@ -391,6 +409,10 @@ void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non
             if (tly_qty_sign(lim) < 0)
                 continue;  /* -1 (or any negative) is unlimited for AccountedResources */
             if (exceeds(n->acc_used[a], reserved ? n->acc_rsv[a] : ZERO, c->accounted[a], lim)) {
+                v->ok = false;
+                v->reason = "OverLimit";
+                if (v->quiet)
+                    return;
                 char u[TLY_QTY_BUFSZ], r[TLY_QTY_BUFSZ], l[TLY_QTY_BUFSZ];
                 tly_qty shown = n->acc_used[a];
                 if (reserved)

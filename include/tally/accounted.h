@@ -40,6 +40,26 @@ void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_pod
                            const tly_k8s_node *n, uint64_t gpu_mem_mib, tly_qty *out,
                            const char **problem, tly_arena *a);
 
+/*
+** Which sources' match.nodeLabels hold on which node, computed once per
+** node (the engine asks for every candidate node of every pod, and label
+** comparisons would dominate). bits[node * nsrc + off[a] + i] is source i of
+** AccountedResource a.
+*/
+typedef struct {
+    uint8_t *bits;
+    uint32_t *off;
+    uint32_t nsrc;
+} tly_acc_match;
+
+void tly_acc_match_build(tly_acc_match *m, const tly_queues *qs, const tly_k8s_node *const *nodes,
+                         uint32_t nnodes);
+void tly_acc_match_free(tly_acc_match *m);
+/* tly_accounted_charges with node labels already matched (row = node's bits). */
+void tly_accounted_charges_matched(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
+                                   const tly_acc_match *m, uint32_t node, uint64_t gpu_mem_mib,
+                                   tly_qty *out, const char **problem, tly_arena *a);
+
 /* Hundredths of a GPU as a quantity (0.01 = 10^7 nano-units). */
 tly_qty tly_hundredths_qty(uint64_t h);
 

@@ -48,9 +48,10 @@ typedef struct {
 
 /* Outcome of a check. */
 typedef struct {
+    bool quiet;           /* in: skip formatting the message (a check per candidate node) */
     bool ok;
     const char *reason;   /* OverLimit, NonPreemptibleOverQuota, AccountedResourceNotFound, QueueDoesNotExist, NonLeafQueue */
-    char *message;        /* owned by the queues' arena */
+    char *message;        /* owned by the queues' arena; NULL when quiet */
 } tly_qverdict;
 
 tly_queues *tly_queues_create(tly_store *s);
@@ -96,6 +97,8 @@ const tly_rvec *tly_queues_allocated_np(const tly_queues *qs, uint32_t q);
 tly_qty tly_queues_accounted_used(const tly_queues *qs, uint32_t q, uint32_t a);
 /* The effective limit of q for AccountedResource a: entry, else defaults.limit, else -1. */
 tly_qty tly_queues_accounted_limit(const tly_queues *qs, uint32_t q, uint32_t a);
+/* Whether AccountedResource a is the reserved gpu-memory. */
+bool tly_queues_accres_is_gpu_memory(const tly_queues *qs, uint32_t a);
 /* NULL when every reference resolves, else the first missing resourceRef. */
 const char *tly_queues_missing_ref(const tly_queues *qs, uint32_t q);
 
