@@ -15,6 +15,7 @@
 #include "tally/error.h"
 #include "tally/json.h"
 #include "tally/kruntimes.h"
+#include "tally/resize.h"
 
 typedef struct {
     tly_admit_result *res;
@@ -137,6 +138,39 @@ static void check_run(decision *d, const tly_store *state, const tly_run *run, c
     }
 }
 
+/* pods/resize: decode both pods with the validator's decoders, then resize.h. */
+static void decide_resize(decision *d, tly_store *state, const tly_node *req)
+{
+    const tly_node *object = tly_node_get(req, "object"), *oldo = tly_node_get(req, "oldObject");
+    if (!object || object->type != TLY_N_MAP || !oldo || oldo->type != TLY_N_MAP) {
+        deny(d, "a pods/resize review needs request.object and request.oldObject");
+        return;
+    }
+    tly_store *ns = tly_store_create(), *os = tly_store_create();
+    tly_store_load_object(ns, "request.object", object);
+    tly_store_load_object(os, "request.oldObject", oldo);
+    tly_store_finish(ns);
+    tly_store_finish(os);
+    const tly_pod *neu = tly_store_count(ns, TLY_K_POD) ? tly_store_at(ns, TLY_K_POD, 0) : NULL;
+    const tly_pod *old = tly_store_count(os, TLY_K_POD) ? tly_store_at(os, TLY_K_POD, 0) : NULL;
+    if (!neu || !old) {
+        deny(d, "request.object and request.oldObject must be Pods tally can read");
+    } else if (!tly_store_is_tally_pod(state, old)) {
+        warn(d, "pod %s/%s is not scheduled by %s; tally does not check its resize", old->meta.ns,
+             old->meta.name, tly_store_scheduler_name(state));
+    } else {
+        tly_resize_verdict v;
+        tly_resize_decide(state, neu, old, &v);
+        if (!v.allowed)
+            deny(d, "%s", v.message);
+        if (v.warning)
+            warn(d, "%s", v.warning);
+        tly_resize_verdict_free(&v);
+    }
+    tly_store_destroy(ns);
+    tly_store_destroy(os);
+}
+
 int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_admit_result *res,
                      char *err, size_t errlen)
 {
@@ -172,6 +206,10 @@ int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_a
     const char *sub = str_at(req, "subResource");
     const tly_node *object = tly_node_get(req, "object");
     bool create = op && !strcmp(op, "CREATE"), update = op && !strcmp(op, "UPDATE");
+    if (rkind && !strcmp(rkind, "Pod") && update && sub && !strcmp(sub, "resize")) {
+        decide_resize(&d, (tly_store *)state, req);
+        goto done;
+    }
     bool ours = rkind && (!strcmp(rkind, "Queue") || !strcmp(rkind, "AccountedResource") ||
                           !strcmp(rkind, "Run"));
     if (!ours || (!create && !update) || (sub && *sub)) {

@@ -502,3 +502,19 @@ tly_qty tly_queues_accounted_used(const tly_queues *qs, uint32_t q, uint32_t a)
 }
 
 const char *tly_queues_missing_ref(const tly_queues *qs, uint32_t q) { return qs->q[q].missing_ref; }
+
+bool tly_queues_bound(const tly_queues *qs, uint32_t q, bool limit, int r, tly_qty *out)
+{
+    const qnode *n = &qs->q[q];
+    if (!n->bounded[limit][r])
+        return false;
+    *out = n->bound[limit][r];
+    return true;
+}
+
+tly_qty tly_queues_used(const tly_queues *qs, uint32_t q, int r, bool non_preemptible)
+{
+    return non_preemptible ? qs->q[q].used_np[r] : qs->q[q].used[r];
+}
+
+bool tly_queues_has_resources(const tly_queues *qs, uint32_t q) { return qs->q[q].q->has_resources; }

@@ -97,6 +97,16 @@ const tly_rvec *tly_queues_allocated_np(const tly_queues *qs, uint32_t q);
 tly_qty tly_queues_accounted_used(const tly_queues *qs, uint32_t q, uint32_t a);
 /* The effective limit of q for AccountedResource a: entry, else defaults.limit, else -1. */
 tly_qty tly_queues_accounted_limit(const tly_queues *qs, uint32_t q, uint32_t a);
+/*
+** Queue q's own spec.resources bound for dimension r (quota when limit is
+** false), in cores / bytes / devices: false when unbounded.
+*/
+bool tly_queues_bound(const tly_queues *qs, uint32_t q, bool limit, int r, tly_qty *out);
+/* Queue q's subtree usage in dimension r (allocated, or allocatedNonPreemptible). */
+tly_qty tly_queues_used(const tly_queues *qs, uint32_t q, int r, bool non_preemptible);
+/* Whether queue q has spec.resources. */
+bool tly_queues_has_resources(const tly_queues *qs, uint32_t q);
+
 /* Whether AccountedResource a is the reserved gpu-memory. */
 bool tly_queues_accres_is_gpu_memory(const tly_queues *qs, uint32_t a);
 /* NULL when every reference resolves, else the first missing resourceRef. */

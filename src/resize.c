@@ -1,0 +1,296 @@
+/*
+** resize.c: in-place pod resize admission (resize.h).
+*/
+#include "tally/resize.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/error.h"
+#include "tally/podreq.h"
+#include "tally/queues.h"
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+static char *fmt(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    char *s = NULL;
+    if (vasprintf(&s, f, ap) < 0)
+        tly_oom();
+    va_end(ap);
+    return s;
+}
+
+static const tly_container_status *status_of(const tly_pod *p, const char *name, bool init)
+{
+    const tly_container_status *v = init ? p->init_statuses : p->statuses;
+    uint32_t n = init ? p->ninit_statuses : p->nstatuses;
+    for (uint32_t i = 0; i < n; i++)
+        if (v[i].name && !strcmp(v[i].name, name))
+            return &v[i];
+    return NULL;
+}
+
+static tly_qty qmax(tly_qty a, tly_qty b) { return tly_qty_cmp(a, b) >= 0 ? a : b; }
+
+/* One container's effective request of id (the resize rule). */
+static tly_qty effective(const tly_pod *p, const tly_container *c, bool init, uint32_t id,
+                         bool infeasible)
+{
+    tly_qty spec = tly_rlist_get(&c->requests, id, NULL);
+    const tly_container_status *st = status_of(p, c->name ? c->name : "", init);
+    if (!st || (!st->has_resources && !st->has_allocated))
+        return spec;
+    tly_qty actual = tly_rlist_get(&st->requests, id, NULL);
+    tly_qty alloc = tly_rlist_get(&st->allocated, id, NULL);
+    tly_qty m = qmax(actual, alloc);
+    return infeasible ? m : qmax(spec, m);
+}
+
+/* Sums over regular containers and native sidecars: spec, or effective. */
+static tly_qty pod_sum(const tly_pod *p, uint32_t id, bool eff)
+{
+    bool inf = tly_pod_resize_infeasible(p);
+    tly_qty sum = {0, TLY_QFMT_DECIMAL_SI};
+    for (uint32_t i = 0; i < p->ncontainers; i++) {
+        const tly_container *c = &p->containers[i];
+        tly_qty_add(sum, eff ? effective(p, c, false, id, inf) : tly_rlist_get(&c->requests, id, NULL),
+                    &sum);
+    }
+    for (uint32_t i = 0; i < p->ninit; i++) {
+        const tly_container *c = &p->init_containers[i];
+        if (!c->restart_always)
+            continue;
+        tly_qty_add(sum, eff ? effective(p, c, true, id, inf) : tly_rlist_get(&c->requests, id, NULL),
+                    &sum);
+    }
+    return sum;
+}
+
+/* The first resource other than cpu and memory that the resize changes, or NULL. */
+static const char *changes_other(const tly_pod *a, const tly_pod *b, const tly_names *names,
+                                 const char **container)
+{
+    const tly_container *sets[2][2] = {{a->containers, a->init_containers},
+                                       {b->containers, b->init_containers}};
+    uint32_t counts[2][2] = {{a->ncontainers, a->ninit}, {b->ncontainers, b->ninit}};
+    for (int k = 0; k < 2; k++) {
+        if (counts[0][k] != counts[1][k]) {
+            *container = NULL;
+            return "containers";
+        }
+        for (uint32_t i = 0; i < counts[0][k]; i++) {
+            const tly_container *x = &sets[0][k][i], *y = &sets[1][k][i];
+            const tly_rlist *lists[2][2] = {{&x->requests, &y->requests}, {&x->limits, &y->limits}};
+            for (int l = 0; l < 2; l++) {
+                tly_rlist u = *lists[l][0], v = *lists[l][1];
+                for (int side = 0; side < 2; side++) {
+                    const tly_rlist *from = side ? &v : &u, *to = side ? &u : &v;
+                    for (uint32_t e = 0; e < from->n; e++) {
+                        uint32_t id = from->v[e].id;
+                        if (id == TLY_R_CPU || id == TLY_R_MEMORY)
+                            continue;
+                        if (tly_qty_cmp(from->v[e].q, tly_rlist_get(to, id, NULL)) != 0) {
+                            *container = x->name;
+                            return tly_names_str(names, id);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+static bool terminal(const tly_pod *p)
+{
+    return p->phase && (!strcmp(p->phase, "Succeeded") || !strcmp(p->phase, "Failed"));
+}
+
+static bool same_pod(const tly_pod *a, const tly_pod *b)
+{
+    return !strcmp(a->meta.ns, b->meta.ns) && !strcmp(a->meta.name, b->meta.name);
+}
+
+static bool non_preemptible(const tly_store *s, const tly_pod *p, const tly_podgroup *pg)
+{
+    if (pg && pg->preemptibility != TLY_PREEMPT_UNSET)
+        return pg->preemptibility == TLY_PREEMPT_NON_PREEMPTIBLE;
+    const char *cls = pg && pg->priority_class_name ? pg->priority_class_name : p->priority_class_name;
+    const tly_priority_class *pc = cls ? tly_store_find(s, TLY_K_PRIORITY_CLASS, NULL, cls) : NULL;
+    int32_t prio = 50;
+    if (pc) {
+        prio = pc->value;
+    } else {
+        for (uint32_t i = 0; i < tly_store_count(s, TLY_K_PRIORITY_CLASS); i++) {
+            const tly_priority_class *c = tly_store_at(s, TLY_K_PRIORITY_CLASS, i);
+            if (c->global_default)
+                prio = c->value;
+        }
+    }
+    return prio >= 100;
+}
+
+/* Charges p's cpu and memory (and GPUs) to its queue in qs. */
+static void charge_pod(tly_queues *qs, tly_store *s, const tly_pod *p, tly_arena *a)
+{
+    const tly_podgroup *pg;
+    const char *qn = tly_store_pod_queue(s, p, &pg);
+    int32_t q = tly_queues_find(qs, qn);
+    if (q < 0)
+        return;
+    tly_podreq r;
+    tly_podreq_compute(p, true, tly_store_names(s), a, &r);
+    tly_qcharge c;
+    memset(&c, 0, sizeof c);
+    c.res[TLY_QR_CPU] = tly_rlist_get(&r.req, TLY_R_CPU, NULL);
+    c.res[TLY_QR_MEMORY] = tly_rlist_get(&r.req, TLY_R_MEMORY, NULL);
+    tly_queues_charge(qs, (uint32_t)q, &c, non_preemptible(s, p, pg), 1);
+}
+
+static long long milli(tly_qty q)
+{
+    tly_i128 v = q.nanos / 1000000;
+    if (q.nanos % 1000000 > 0)
+        v++;
+    return (long long)v;
+}
+
+static long long bytes(tly_qty q)
+{
+    tly_i128 v = q.nanos / 1000000000;
+    if (q.nanos % 1000000000 > 0)
+        v++;
+    return (long long)v;
+}
+
+void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
+                       tly_resize_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->allowed = true;
+    const char *container = NULL;
+    const char *other = changes_other(old, neu, tly_store_names(state), &container);
+    if (other) {
+        v->allowed = false;
+        v->message = !strcmp(other, "containers")
+                         ? fmt("resize rejected: pod %s/%s: a resize cannot add or remove containers",
+                               neu->meta.ns, neu->meta.name)
+                         : fmt("resize rejected: pod %s/%s: only cpu and memory can be resized in "
+                               "place, but %s of container %s changes",
+                               neu->meta.ns, neu->meta.name, other, container ? container : "?");
+        return;
+    }
+    const tly_config *cfg = tly_store_config(state);
+    if (cfg && cfg->validate_quota == 0)
+        return;  /* validateQuota: false admits every resize */
+    bool strict = cfg && cfg->block_upsize == 1;
+
+    /* The increase, per resource: new spec sum - effective old request. */
+    const uint32_t ids[2] = {TLY_R_CPU, TLY_R_MEMORY};
+    tly_qty delta[2];
+    bool grows = false;
+    for (int k = 0; k < 2; k++) {
+        tly_qty ns = pod_sum(neu, ids[k], false), os = pod_sum(old, ids[k], false);
+        delta[k] = (tly_qty){0, TLY_QFMT_DECIMAL_SI};
+        if (tly_qty_cmp(ns, os) == 0)
+            continue;
+        tly_qty d;
+        if (tly_qty_sub(ns, pod_sum(old, ids[k], true), &d) == TLY_OK && tly_qty_sign(d) > 0) {
+            delta[k] = d;
+            grows = true;
+        }
+    }
+    if (!grows)
+        return;  /* downsizes and redistribution are always admitted */
+
+    const tly_podgroup *pg = NULL;
+    const char *pgname = tly_kvs_get(&old->meta.annotations, "pod-group-name");
+    const char *qname = tly_store_pod_queue(state, old, &pg);
+    if (pgname && !pg) {
+        v->warning = fmt("PodGroup %s of pod %s/%s is not in the state; the resize is admitted "
+                         "unchecked", pgname, old->meta.ns, old->meta.name);
+        return;
+    }
+    tly_queues *qs = tly_queues_create(state);
+    int32_t q = tly_queues_find(qs, qname);
+    if (q < 0) {
+        v->warning = fmt("queue %s of pod %s/%s is not in the state; the resize is admitted unchecked",
+                         qname, old->meta.ns, old->meta.name);
+        tly_queues_destroy(qs);
+        return;
+    }
+    /* The ledger: every bound, running tally pod of the state, the reviewed pod as oldObject. */
+    tly_arena *a = tly_arena_create(64 * 1024);
+    for (uint32_t i = 0; i < tly_store_count(state, TLY_K_POD); i++) {
+        const tly_pod *p = tly_store_at(state, TLY_K_POD, i);
+        if (!p->node_name || !*p->node_name || terminal(p) || !tly_store_is_tally_pod(state, p) ||
+            same_pod(p, old))
+            continue;
+        charge_pod(qs, state, p, a);
+    }
+    charge_pod(qs, state, old, a);
+    bool np = non_preemptible(state, old, pg);
+    const char *pgshow = pg ? pg->meta.name : "<none>";
+    const char *pod = tly_arena_printf(a, "%s/%s", old->meta.ns, old->meta.name);
+    const int dims[2] = {TLY_QR_CPU, TLY_QR_MEMORY};
+    for (int32_t j = q; j >= 0 && v->allowed; j = tly_queues_parent(qs, (uint32_t)j)) {
+        if (!tly_queues_has_resources(qs, (uint32_t)j))
+            continue;
+        const char *qn = tly_queues_queue(qs, (uint32_t)j)->meta.name;
+        tly_qty lim, quo;
+        /* 1. Strict mode: no upsize on a finite limit, or a finite quota for non-preemptible work. */
+        for (int k = 0; k < 2 && strict && v->allowed; k++) {
+            if (tly_qty_sign(delta[k]) <= 0)
+                continue;
+            if (tly_queues_bound(qs, (uint32_t)j, true, dims[k], &lim)) {
+                v->allowed = false;
+                v->message = k == 0 ? fmt("resize rejected: pod %s (PodGroup %s) CPU upsize not permitted on queue %s with finite CPU limit (%lldm)",
+                                          pod, pgshow, qn, milli(lim))
+                                    : fmt("resize rejected: pod %s (PodGroup %s) memory upsize not permitted on queue %s with finite memory limit (%lld bytes)",
+                                          pod, pgshow, qn, bytes(lim));
+            } else if (np && tly_queues_bound(qs, (uint32_t)j, false, dims[k], &quo)) {
+                v->allowed = false;
+                v->message = k == 0 ? fmt("resize rejected: pod %s (PodGroup %s) non-preemptible CPU upsize not permitted on queue %s with finite CPU quota (%lldm)",
+                                          pod, pgshow, qn, milli(quo))
+                                    : fmt("resize rejected: pod %s (PodGroup %s) non-preemptible memory upsize not permitted on queue %s with finite memory quota (%lld bytes)",
+                                          pod, pgshow, qn, bytes(quo));
+            }
+        }
+        /* 2. Limit, every workload. 3. Quota, non-preemptible workloads. */
+        for (int pass = 0; pass < 2 && v->allowed; pass++) {
+            bool quota = pass == 1;
+            if (quota && !np)
+                break;
+            for (int k = 0; k < 2 && v->allowed; k++) {
+                tly_qty bound, total;
+                if (tly_qty_sign(delta[k]) <= 0 ||
+                    !tly_queues_bound(qs, (uint32_t)j, !quota, dims[k], &bound))
+                    continue;
+                tly_qty used = tly_queues_used(qs, (uint32_t)j, dims[k], quota);
+                if (tly_qty_add(used, delta[k], &total) == TLY_OK && tly_qty_cmp(total, bound) <= 0)
+                    continue;
+                v->allowed = false;
+                const char *what = quota ? "AllocatedNonPreemptible" : "Allocated";
+                const char *over = quota ? "quota" : "limit";
+                v->message = k == 0 ? fmt("resize rejected: pod %s (PodGroup %s) CPU upsize would push queue %s %s (%lldm + %lldm) over %s (%lldm)",
+                                          pod, pgshow, qn, what, milli(used), milli(delta[k]), over, milli(bound))
+                                    : fmt("resize rejected: pod %s (PodGroup %s) memory upsize would push queue %s %s (%lld + %lld bytes) over %s (%lld bytes)",
+                                          pod, pgshow, qn, what, bytes(used), bytes(delta[k]), over, bytes(bound));
+            }
+        }
+    }
+    tly_arena_destroy(a);
+    tly_queues_destroy(qs);
+}
+
+void tly_resize_verdict_free(tly_resize_verdict *v)
+{
+    free(v->message);
+    free(v->warning);
+    memset(v, 0, sizeof *v);
+}
