@@ -66,7 +66,7 @@ static char *build_input(unsigned pods, unsigned runs, size_t *len)
     return buf;
 }
 
-static void engine(tly_store *s)
+__attribute__((noinline)) static void engine(tly_store *s)
 {
     int64_t now = tly_store_newest_time(s);
     double t0 = now_s();
@@ -81,7 +81,7 @@ static void engine(tly_store *s)
     tly_runsched_destroy(rs);
 }
 
-static void scan(tly_store *s, bool early_exit)
+__attribute__((noinline)) static void scan(tly_store *s, bool early_exit)
 {
     tly_arena *a = tly_arena_create(0);
     uint32_t np = 0, npods = tly_store_count(s, TLY_K_POD), nruns = tly_store_count(s, TLY_K_RUN);

@@ -67,3 +67,40 @@ if command -v valgrind >/dev/null; then
   printf '%-34s %10s %14s %14s %8s\n' "load pods (instructions / pod)" "$n" \
     "$(awk -v a="$ir" -v b="$n" 'BEGIN { printf "%.0f", a / b }')" "-" "-"
 fi
+
+# ---- Run placement (issue 3): tally's scheduler against a full fit-scan ----
+cmake --build build-bench -j 2 --target bench-runs bench-pods >/dev/null
+for spec in ${BENCH_RUNS_SIZES:-"1000:100000 10000:10000"}; do
+  pods=${spec%%:*}; runs=${spec##*:}
+  out=$(build-bench/bench-runs "$pods" "$runs" both)
+  e=$(sed -n 's/^engine:.*: \([0-9]*\) Runs\/s$/\1/p' <<<"$out")
+  sc=$(sed -n 's/^scan: .*: \([0-9]*\) Runs\/s$/\1/p' <<<"$out")
+  ff=$(sed -n 's/^first: .*: \([0-9]*\) Runs\/s$/\1/p' <<<"$out")
+  printf '%-34s %10s %14s %14s %8s\n' "Runs/s vs full fit-scan" "${pods}p/${runs}r" "$e" "$sc" \
+    "$(awk -v a="$e" -v b="$sc" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
+  printf '%-34s %10s %14s %14s %8s\n' "Runs/s vs first-fit (early exit)" "${pods}p/${runs}r" "$e" "$ff" \
+    "$(awk -v a="$e" -v b="$ff" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
+done
+if command -v valgrind >/dev/null; then
+  for mode in engine scan; do
+    ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect=$mode \
+         build-bench/bench-runs 1000 2000 $mode 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+    printf '%-34s %10s %14s %14s %8s\n' "instructions / Run ($mode)" "1000p/2000r" \
+      "$(awk -v a="$ir" 'BEGIN { printf "%.0f", a / 2000 }')" "-" "-"
+  done
+fi
+
+# ---- Pod placement under queue policy (issue 4): scaling curves ----
+for spec in ${BENCH_PODS_SIZES:-"500:50:20:5000 1000:50:20:5000 2000:50:20:5000 500:100:20:5000 500:200:20:5000 500:50:40:5000 500:50:80:5000 5000:500:20:100000"}; do
+  IFS=: read -r n q a p <<<"$spec"
+  out=$(build-bench/bench-pods "$n" "$q" "$a" "$p")
+  r=$(sed -n 's/.*: \([0-9]*\) pods\/s$/\1/p' <<<"$out")
+  printf '%-34s %10s %14s %14s %8s\n' "pods/s vs target 100x680 (n/q/a/p)" "$n/$q/$a/$p" "$r" "68000" \
+    "$(awk -v a="$r" 'BEGIN { printf "%.2f", a / 68000 }')"
+done
+if command -v valgrind >/dev/null; then
+  ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect=place \
+       build-bench/bench-pods 500 50 20 2000 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+  printf '%-34s %10s %14s %14s %8s\n' "instructions / pod" "500/50/20/2000" \
+    "$(awk -v a="$ir" 'BEGIN { printf "%.0f", a / 2000 }')" "-" "-"
+fi

@@ -72,7 +72,8 @@ static tly_qty gpu_memory_charge(const tly_podreq *r, uint64_t mem)
 /* The charges; `matched(src index)` says whether a source's node labels hold. */
 static void charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
                     const tly_k8s_node *n, const tly_acc_match *m, uint32_t node,
-                    uint64_t gpu_mem_mib, tly_qty *out, const char **problem, tly_arena *a)
+                    uint64_t gpu_mem_mib, tly_qty *out, const char **problem, tly_arena *a,
+                    bool job)
 {
     if (problem)
         *problem = NULL;
@@ -82,18 +83,22 @@ static void charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
         const tly_accres *ar = tly_queues_accres(qs, k);
         tly_qty sum = {0, TLY_QFMT_DECIMAL_SI};
         if (tly_queues_accres_is_gpu_memory(qs, k)) {
-            out[k] = gpu_memory_charge(r, gpu_mem_mib);
+            /* At job level only a gpu-memory request is known without a node. */
+            out[k] = job && r->gpu_kind != TLY_GPU_MEMORY ? sum : gpu_memory_charge(r, gpu_mem_mib);
             continue;
         }
         for (uint32_t i = 0; i < ar->nsources; i++) {
             const tly_accsrc *src = &ar->sources[i];
-            if (row ? !row[m->off[k] + i] : !labels_match(&src->match_node_labels, n))
+            if (job ? src->match_node_labels.n > 0
+                    : row ? !row[m->off[k] + i] : !labels_match(&src->match_node_labels, n))
                 continue;
             tly_qty c = {0, TLY_QFMT_DECIMAL_SI};
             if (src->kind == TLY_SRC_RESOURCE_NAME) {
                 if ((src->resource_id == TLY_R_NVIDIA_GPU || src->resource_id == TLY_R_AMD_GPU)) {
-                    if (r->gpu_kind != TLY_GPU_NONE && r->gpu_kind != TLY_GPU_MIG &&
-                        r->gpu_resource == src->resource_id)
+                    /* MIG instances count as G whole nvidia.com/gpu each. */
+                    bool mig = r->gpu_kind == TLY_GPU_MIG && src->resource_id == TLY_R_NVIDIA_GPU;
+                    if (mig || (r->gpu_kind != TLY_GPU_NONE && r->gpu_kind != TLY_GPU_MIG &&
+                                r->gpu_resource == src->resource_id))
                         c = tly_hundredths_qty(gpu_h);
                 } else {
                     c = tly_rlist_get(&r->req, src->resource_id, NULL);
@@ -126,14 +131,20 @@ void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_pod
                            const tly_k8s_node *n, uint64_t gpu_mem_mib, tly_qty *out,
                            const char **problem, tly_arena *a)
 {
-    charges(qs, p, r, n, NULL, 0, gpu_mem_mib, out, problem, a);
+    charges(qs, p, r, n, NULL, 0, gpu_mem_mib, out, problem, a, false);
+}
+
+void tly_accounted_charges_job(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
+                               uint64_t max_gpu_mem_mib, tly_qty *out, tly_arena *a)
+{
+    charges(qs, p, r, NULL, NULL, 0, max_gpu_mem_mib, out, NULL, a, true);
 }
 
 void tly_accounted_charges_matched(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
                                    const tly_acc_match *m, uint32_t node, uint64_t gpu_mem_mib,
                                    tly_qty *out, const char **problem, tly_arena *a)
 {
-    charges(qs, p, r, NULL, m, node, gpu_mem_mib, out, problem, a);
+    charges(qs, p, r, NULL, m, node, gpu_mem_mib, out, problem, a, false);
 }
 
 void tly_acc_match_build(tly_acc_match *m, const tly_queues *qs, const tly_k8s_node *const *nodes,

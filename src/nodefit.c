@@ -111,10 +111,7 @@ tly_fit_result tly_nodefit_static(const tly_pod *p, const tly_k8s_node *n, const
     /* A node without a Ready condition has never reported: not ready. */
     if (n->ready != 1)
         return TLY_FIT_NOT_READY;
-    if (!node_selector_matches(p, n))
-        return TLY_FIT_NODE_SELECTOR;
-    if (!node_affinity_matches(p, n))
-        return TLY_FIT_NODE_AFFINITY;
+    /* kube-scheduler's filter order: TaintToleration before NodeAffinity. */
     for (uint32_t i = 0; i < n->ntaints; i++) {
         const tly_taint *t = &n->taints[i];
         if (taint_filters(t) && !tly_tolerates(p->tolerations, p->ntolerations, t)) {
@@ -123,6 +120,10 @@ tly_fit_result tly_nodefit_static(const tly_pod *p, const tly_k8s_node *n, const
             return TLY_FIT_TAINT;
         }
     }
+    if (!node_selector_matches(p, n))
+        return TLY_FIT_NODE_SELECTOR;
+    if (!node_affinity_matches(p, n))
+        return TLY_FIT_NODE_AFFINITY;
     return TLY_FIT_OK;
 }
 
@@ -136,9 +137,9 @@ const char *tly_fit_result_text(tly_fit_result r)
     case TLY_FIT_NOT_READY:
         return "node(s) were not ready";
     case TLY_FIT_NODE_SELECTOR:
-        return "node(s) didn't match Pod's node selector";
     case TLY_FIT_NODE_AFFINITY:
-        return "node(s) didn't match Pod's node affinity";
+        /* kube-scheduler's NodeAffinity plugin says the same for both. */
+        return "node(s) didn't match Pod's node affinity/selector";
     case TLY_FIT_TAINT:
         return "node(s) had untolerated taint(s)";
     }

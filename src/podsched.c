@@ -242,10 +242,16 @@ static void node_charge(tly_podsched *ps, const pstate *p, uint32_t node, tly_qc
                                   ps->a);
 }
 
-static void add_charge(tly_qcharge *sum, const tly_qcharge *c, tly_arena *a)
+static void add_charge(tly_qcharge *sum, const tly_qcharge *c, tly_arena *a, uint32_t nacc)
 {
     for (int r = 0; r < TLY_QR_COUNT; r++)
         tly_qty_add(sum->res[r], c->res[r], &sum->res[r]);
+    if (c->accounted) {
+        if (!sum->accounted)
+            sum->accounted = tly_arena_zalloc(a, (nacc + 1) * sizeof(tly_qty));
+        for (uint32_t k = 0; k < nacc; k++)
+            tly_qty_add(sum->accounted[k], c->accounted[k], &sum->accounted[k]);
+    }
     tly_rlist out;
     if (tly_rlist_add(&sum->all, &c->all, a, &out) == TLY_OK)
         sum->all = out;
@@ -402,7 +408,14 @@ static const char *foreign_gate(const tly_pod *p)
 /* Static or resource misfit of pod p on node n: NULL when it fits. */
 static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
 {
-    tly_fit_result f = tly_nodefit_static(p->res.pod, n->n, NULL);
+    const tly_taint *taint;
+    tly_fit_result f = tly_nodefit_static(p->res.pod, n->n, &taint);
+    if (f == TLY_FIT_TAINT && taint) {
+        /* kube-scheduler names the taint: "had untolerated taint {key: value}". */
+        snprintf(buf, len, "node(s) had untolerated taint {%s: %s}", taint->key,
+                 taint->value ? taint->value : "");
+        return buf;
+    }
     if (f != TLY_FIT_OK)
         return tly_fit_result_text(f);
     for (uint32_t i = 0; i < p->req.req.n; i++) {
@@ -426,9 +439,14 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
     return NULL;
 }
 
+/* kube-scheduler sorts the whole "<count> <reason>" strings. */
 static int cmp_count(const void *a, const void *b)
 {
-    return strcmp(((const tally_count *)a)->text, ((const tally_count *)b)->text);
+    const tally_count *x = a, *y = b;
+    char bx[256], by[256];
+    snprintf(bx, sizeof bx, "%u %s", x->count, x->text);
+    snprintf(by, sizeof by, "%u %s", y->count, y->text);
+    return strcmp(bx, by);
 }
 
 /* "0/5 nodes are available: 2 Insufficient cpu, 3 node(s) had untolerated taint(s)." */
@@ -639,10 +657,14 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
     /* Job level: the whole workload against spec.resources. */
     tly_qcharge sum;
     memset(&sum, 0, sizeof sum);
+    uint32_t nacc = tly_queues_naccres(ps->qs);
     for (uint32_t k = 0; k < n; k++) {
         tly_qcharge c;
-        make_charge(ps, &ps->pods[unit[k]], -1, false, &c, NULL);
-        add_charge(&sum, &c, ps->a);
+        pstate *p = &ps->pods[unit[k]];
+        make_charge(ps, p, -1, false, &c, NULL);
+        c.accounted = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
+        tly_accounted_charges_job(ps->qs, p->res.pod, &p->req, ps->max_gpu_mem, c.accounted, ps->a);
+        add_charge(&sum, &c, ps->a, nacc);
     }
     bool np = first->non_preemptible;
     v.quiet = false;

@@ -174,9 +174,11 @@ tly_queues *tly_queues_create(tly_store *s)
             }
             if (!qs->q[j].usable && n->usable) {
                 n->usable = false;
-                n->unusable = (uint32_t)j == i ? qs->q[j].unusable
-                                                : tly_arena_printf(qs->a, "its ancestor '%s' cannot take workloads: %s",
-                                                                   qs->q[j].q->meta.name, qs->q[j].unusable);
+                /* Name the root cause: the ancestor whose own parent is missing. */
+                n->unusable = (uint32_t)j == i
+                                  ? qs->q[j].unusable
+                                  : tly_arena_printf(qs->a, "the parent queue '%s' of its ancestor '%s' does not exist",
+                                                     qs->q[j].q->parent, qs->q[j].q->meta.name);
             }
             if (!n->path_missing_ref && qs->q[j].missing_ref) {
                 n->path_missing_ref = qs->q[j].missing_ref;
@@ -263,27 +265,33 @@ int32_t tly_queues_admissible(tly_queues *qs, const char *name, tly_qverdict *v)
     return i;
 }
 
-/* x / div with at most three decimals, half away from zero, zeros trimmed. */
+/*
+** x / div as KAI prints it: humanize.FtoaWithDigits(x, 3), which is Go's
+** strconv.FormatFloat(f, 'f', 3, 64) with trailing zeros dropped, where f
+** is KAI's float64 amount (millicores / 1000, bytes / 1e9, GPU devices).
+** This is the one place tally uses floating point: to print a message the
+** way KAI prints it (1234500000 bytes is "1.234" GB there, because the
+** double nearest 1.2345 lies below it). No decision depends on it.
+*/
 static char *humanize(tly_arena *a, tly_qty x, int64_t div)
 {
-    /* thousandths = x.nanos * 1000 / (1e9 * div) */
-    tly_i128 den = (tly_i128)1000000 * div;
-    tly_i128 v = x.nanos, t = v / den, r = v % den;
-    if (r != 0 && (r < 0 ? -r : r) * 2 >= den)
-        t += v < 0 ? -1 : 1;
-    bool neg = t < 0;
-    if (neg)
-        t = -t;
+    double f;
+    if (div == 1000000000)
+        f = (double)(long long)(x.nanos / 1000000000) / 1e9;   /* bytes -> GB */
+    else
+        f = (double)(long long)(x.nanos / 1000000) / 1000.0;  /* millicores -> cores, GPUs */
     char buf[64];
-    int len = snprintf(buf, sizeof buf, "%s%lld", neg ? "-" : "", (long long)(t / 1000));
-    long long frac = (long long)(t % 1000);
-    if (frac) {
-        char f[8];
-        snprintf(f, sizeof f, "%03lld", frac);
-        for (int k = 2; k >= 0 && f[k] == '0'; k--)
-            f[k] = '\0';
-        snprintf(buf + len, sizeof buf - (size_t)len, ".%s", f);
+    snprintf(buf, sizeof buf, "%.3f", f);
+    char *dot = strchr(buf, '.');
+    if (dot) {
+        char *end = buf + strlen(buf) - 1;
+        while (end > dot && *end == '0')
+            *end-- = '\0';
+        if (end == dot)
+            *end = '\0';
     }
+    if (!strcmp(buf, "-0"))
+        strcpy(buf, "0");
     return tly_arena_strdup(a, buf);
 }
 

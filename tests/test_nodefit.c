@@ -203,7 +203,7 @@ static void test_node_selector_every_pair_must_match(void **state)
     assert_int_equal(fit(wrong_value), TLY_FIT_NODE_SELECTOR);
     assert_int_equal(fit(missing), TLY_FIT_NODE_SELECTOR);
     assert_string_equal(tly_fit_result_text(TLY_FIT_NODE_SELECTOR),
-                        "node(s) didn't match Pod's node selector");
+                        "node(s) didn't match Pod's node affinity/selector");
 }
 
 /* Two terms, ORed: (gpu In [a100, h100] AND tier NotIn [spot]) OR (special Exists). */
@@ -236,7 +236,7 @@ static void test_node_affinity_terms_are_ored(void **state)
     assert_int_equal(fit(READY_NODE("  labels: {gpu: t4}\n", "") POD(TWO_TERM_AFFINITY)),
                      TLY_FIT_NODE_AFFINITY);
     assert_string_equal(tly_fit_result_text(TLY_FIT_NODE_AFFINITY),
-                        "node(s) didn't match Pod's node affinity");
+                        "node(s) didn't match Pod's node affinity/selector");
 }
 
 static void test_node_selector_is_checked_before_affinity(void **state)

@@ -41,6 +41,16 @@ void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_pod
                            const char **problem, tly_arena *a);
 
 /*
+** The part of the charges that does not depend on the node, for the
+** workload-level check: sources without match.nodeLabels, GPU amounts with
+** the largest node GPU memory (as KAI's job-level check), gpu-memory only for
+** gpu-memory requests. A workload over a limit by this part is over it on
+** every node: it is held by queue policy, not reported as a node-fit failure.
+*/
+void tly_accounted_charges_job(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
+                               uint64_t max_gpu_mem_mib, tly_qty *out, tly_arena *a);
+
+/*
 ** Which sources' match.nodeLabels hold on which node, computed once per
 ** node (the engine asks for every candidate node of every pod, and label
 ** comparisons would dominate). bits[node * nsrc + off[a] + i] is source i of

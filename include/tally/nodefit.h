@@ -2,12 +2,12 @@
 ** nodefit.h: whether a pod may go to a node at all (the static predicates),
 ** and the node's GPU devices for KAI GPU sharing.
 **
-** Static predicates, in the order they are checked (the first failure is the
-** reason): the node is schedulable (spec.unschedulable false) and Ready
-** (Ready condition True); nodeSelector labels all match; required node
-** affinity (one of the nodeSelectorTerms matches; matchFields on
-** metadata.name supported); taints with effect NoSchedule or NoExecute are
-** all tolerated (PreferNoSchedule is ignored).
+** Static predicates, in kube-scheduler's filter order (the first failure is
+** the reason): the node is schedulable (spec.unschedulable false) and Ready
+** (Ready condition True); taints with effect NoSchedule or NoExecute are all
+** tolerated (PreferNoSchedule is ignored); nodeSelector labels all match;
+** required node affinity (one of the nodeSelectorTerms matches; a term that
+** uses matchFields is not evaluated and never matches).
 **
 ** GPU devices (tly_gpus): a node with allocatable nvidia.com/gpu (or
 ** amd.com/gpu) N has N devices, each with 100 hundredths and the node's GPU
