@@ -70,7 +70,8 @@ fi
 
 # ---- Run placement (issue 3): tally's scheduler against a full fit-scan ----
 cmake --build build-bench -j 2 --target bench-runs bench-pods >/dev/null
-for spec in ${BENCH_RUNS_SIZES:-"1000:100000 10000:10000"}; do
+RUNS_SIZES=${BENCH_RUNS_SIZES:-1000:100000 10000:10000}
+for spec in $RUNS_SIZES; do
   pods=${spec%%:*}; runs=${spec##*:}
   out=$(build-bench/bench-runs "$pods" "$runs" both)
   e=$(sed -n 's/^engine:.*: \([0-9]*\) Runs\/s$/\1/p' <<<"$out")
@@ -91,7 +92,8 @@ if command -v valgrind >/dev/null; then
 fi
 
 # ---- Pod placement under queue policy (issue 4): scaling curves ----
-for spec in ${BENCH_PODS_SIZES:-"500:50:20:5000 1000:50:20:5000 2000:50:20:5000 500:100:20:5000 500:200:20:5000 500:50:40:5000 500:50:80:5000 5000:500:20:100000"}; do
+PODS_SIZES=${BENCH_PODS_SIZES:-500:50:20:5000 1000:50:20:5000 2000:50:20:5000 4000:50:20:5000 500:100:20:5000 500:200:20:5000 500:400:20:5000 500:50:40:5000 500:50:80:5000 5000:500:20:100000}
+for spec in $PODS_SIZES; do
   IFS=: read -r n q a p <<<"$spec"
   out=$(build-bench/bench-pods "$n" "$q" "$a" "$p")
   r=$(sed -n 's/.*: \([0-9]*\) pods\/s$/\1/p' <<<"$out")

@@ -4,12 +4,13 @@
 # Usage: scripts/deps.sh [build|test|extra]   (each level includes the ones before)
 set -euo pipefail
 level=${1:-build}
-pkgs=(build-essential cmake pkg-config libfyaml-dev)
+# libmicrohttpd-dev: the HTTPS server of `tally serve` (its GnuTLS comes with it).
+pkgs=(build-essential cmake pkg-config libfyaml-dev libmicrohttpd-dev)
 case "$level" in
   build) ;;
-  test) pkgs+=(libcmocka-dev jq) ;;
-  extra) pkgs+=(libcmocka-dev jq clang libclang-rt-14-dev valgrind time) ;;
-  bench) pkgs+=(libcmocka-dev jq valgrind time hyperfine) ;;
+  test) pkgs+=(libcmocka-dev jq openssl curl) ;;
+  extra) pkgs+=(libcmocka-dev jq openssl curl clang libclang-rt-14-dev valgrind time) ;;
+  bench) pkgs+=(libcmocka-dev jq openssl curl valgrind time hyperfine) ;;
   *) echo "deps.sh: unknown level '$level' (build, test, extra, bench)" >&2; exit 2 ;;
 esac
 missing=()

@@ -139,7 +139,8 @@ static void check_run(decision *d, const tly_store *state, const tly_run *run, c
 }
 
 /* pods/resize: decode both pods with the validator's decoders, then resize.h. */
-static void decide_resize(decision *d, tly_store *state, const tly_node *req)
+static void decide_resize(decision *d, tly_store *state, const tly_node *req,
+                          const tly_resize_ledger *ledger)
 {
     const tly_node *object = tly_node_get(req, "object"), *oldo = tly_node_get(req, "oldObject");
     if (!object || object->type != TLY_N_MAP || !oldo || oldo->type != TLY_N_MAP) {
@@ -160,7 +161,14 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req)
              old->meta.name, tly_store_scheduler_name(state));
     } else {
         tly_resize_verdict v;
-        tly_resize_decide(state, neu, old, &v);
+        if (ledger) {
+            size_t n = 0;
+            const tly_resize_extra *extra = ledger->begin(ledger->ctx, old, &n);
+            tly_resize_decide_extra(state, neu, old, extra, n, &v);
+            ledger->end(ledger->ctx, old, &v, d->res->dry_run);
+        } else {
+            tly_resize_decide(state, neu, old, &v);
+        }
         if (!v.allowed)
             deny(d, "%s", v.message);
         if (v.warning)
@@ -173,6 +181,13 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req)
 
 int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_admit_result *res,
                      char *err, size_t errlen)
+{
+    return tly_admit_review_ledger(state, NULL, body, len, res, err, errlen);
+}
+
+int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *ledger,
+                            const char *body, size_t len, tly_admit_result *res, char *err,
+                            size_t errlen)
 {
     memset(res, 0, sizeof *res);
     tly_arena *a = tly_arena_create(16 * 1024);
@@ -204,10 +219,12 @@ int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_a
     const char *op = str_at(req, "operation");
     const char *rkind = str_at(req, "kind.kind");
     const char *sub = str_at(req, "subResource");
+    res->kind = rkind ? tly_xstrdup(rkind) : NULL;
+    res->operation = op ? tly_xstrdup(op) : NULL;
     const tly_node *object = tly_node_get(req, "object");
     bool create = op && !strcmp(op, "CREATE"), update = op && !strcmp(op, "UPDATE");
     if (rkind && !strcmp(rkind, "Pod") && update && sub && !strcmp(sub, "resize")) {
-        decide_resize(&d, (tly_store *)state, req);
+        decide_resize(&d, (tly_store *)state, req, ledger);
         goto done;
     }
     bool ours = rkind && (!strcmp(rkind, "Queue") || !strcmp(rkind, "AccountedResource") ||
@@ -260,6 +277,8 @@ void tly_admit_result_free(tly_admit_result *res)
 {
     free(res->uid);
     free(res->message);
+    free(res->kind);
+    free(res->operation);
     for (size_t i = 0; i < res->nwarnings; i++)
         free(res->warnings[i]);
     free(res->warnings);

@@ -168,8 +168,23 @@ static long long bytes(tly_qty q)
     return (long long)v;
 }
 
+void tly_resize_pod_size(const tly_pod *p, tly_qty spec[2], tly_qty eff[2])
+{
+    const uint32_t ids[2] = {TLY_R_CPU, TLY_R_MEMORY};
+    for (int k = 0; k < 2; k++) {
+        spec[k] = pod_sum(p, ids[k], false);
+        eff[k] = pod_sum(p, ids[k], true);
+    }
+}
+
 void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
                        tly_resize_verdict *v)
+{
+    tly_resize_decide_extra(state, neu, old, NULL, 0, v);
+}
+
+void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod *old,
+                             const tly_resize_extra *extra, size_t nextra, tly_resize_verdict *v)
 {
     memset(v, 0, sizeof *v);
     v->allowed = true;
@@ -185,6 +200,10 @@ void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
                                neu->meta.ns, neu->meta.name, other, container ? container : "?");
         return;
     }
+    tly_qty unused[2];
+    tly_resize_pod_size(neu, v->size, unused);
+    tly_resize_pod_size(old, v->spec, v->base);
+    v->sized = true;
     const tly_config *cfg = tly_store_config(state);
     if (cfg && cfg->validate_quota == 0)
         return;  /* validateQuota: false admits every resize */
@@ -233,8 +252,32 @@ void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
             continue;
         charge_pod(qs, state, p, a);
     }
-    charge_pod(qs, state, old, a);
+    /* The reviewed pod counts as it runs, and only if it is bound (contract section 5). */
+    if (old->node_name && *old->node_name && !terminal(old))
+        charge_pod(qs, state, old, a);
+    /* An ancestor missing from the state cannot be checked: say so, as KAI logs it. */
+    for (int32_t j = q; j >= 0; j = tly_queues_parent(qs, (uint32_t)j)) {
+        const tly_queue *qq = tly_queues_queue(qs, (uint32_t)j);
+        if (tly_queues_parent(qs, (uint32_t)j) < 0 && qq->parent && *qq->parent) {
+            v->warning = fmt("parent queue %s of queue %s is not in the state; its limits are not "
+                             "checked", qq->parent, qq->meta.name);
+            break;
+        }
+    }
+    /* Admitted increases the state does not show yet (upsize.h). */
+    for (size_t i = 0; i < nextra; i++) {
+        int32_t eq = tly_queues_find(qs, extra[i].queue);
+        if (eq < 0)
+            continue;
+        tly_qcharge c;
+        memset(&c, 0, sizeof c);
+        c.res[TLY_QR_CPU] = extra[i].inc[0];
+        c.res[TLY_QR_MEMORY] = extra[i].inc[1];
+        tly_queues_charge(qs, (uint32_t)eq, &c, extra[i].non_preemptible, 1);
+    }
     bool np = non_preemptible(state, old, pg);
+    v->queue = tly_xstrdup(qname);
+    v->non_preemptible = np;
     const char *pgshow = pg ? pg->meta.name : "<none>";
     const char *pod = tly_arena_printf(a, "%s/%s", old->meta.ns, old->meta.name);
     const int dims[2] = {TLY_QR_CPU, TLY_QR_MEMORY};
@@ -292,5 +335,6 @@ void tly_resize_verdict_free(tly_resize_verdict *v)
 {
     free(v->message);
     free(v->warning);
+    free(v->queue);
     memset(v, 0, sizeof *v);
 }

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "tally/resize.h"
 #include "tally/store.h"
 
 typedef struct {
@@ -31,6 +32,8 @@ typedef struct {
     char **warnings;
     size_t nwarnings;
     bool dry_run;
+    char *kind;         /* request.kind.kind, for logs (may be NULL) */
+    char *operation;    /* request.operation, for logs (may be NULL) */
 } tly_admit_result;
 
 /*
@@ -41,6 +44,14 @@ typedef struct {
 */
 int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_admit_result *res,
                      char *err, size_t errlen);
+/*
+** The same with a ledger of admitted upsizes consulted around a pods/resize
+** decision (resize.h, upsize.h; `tally serve --reserve-upsizes`). ledger may
+** be NULL, which is tly_admit_review().
+*/
+int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *ledger,
+                            const char *body, size_t len, tly_admit_result *res, char *err,
+                            size_t errlen);
 void tly_admit_result_free(tly_admit_result *res);
 
 /* Writes the AdmissionReview response for res (pretty when asked). */

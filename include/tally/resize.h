@@ -27,7 +27,42 @@ typedef struct {
     bool allowed;
     char *message;      /* the rejection (malloc'd), or NULL */
     char *warning;      /* a warning to return (malloc'd), or NULL */
+    /*
+    ** What the resize is, for a ledger of admitted upsizes (upsize.h). Pod-level
+    ** sums over regular containers and native sidecars, [0] cpu, [1] memory.
+    */
+    bool sized;            /* size, spec and base are set (false: containers differ) */
+    tly_qty size[2];       /* the new spec sums */
+    tly_qty spec[2];       /* the old spec sums */
+    tly_qty base[2];       /* the old effective request, what the ledger charges the pod */
+    char *queue;           /* leaf queue the increase was checked on (malloc'd), or NULL when
+                              no queue check ran (downsize, validateQuota false, missing queue) */
+    bool non_preemptible;
 } tly_resize_verdict;
+
+/*
+** An increase the state does not show yet (an upsize admitted but not yet
+** enacted, `tally serve --reserve-upsizes`): cpu in cores and memory in bytes
+** charged to leaf `queue` and its ancestors before the limits are checked.
+*/
+typedef struct {
+    const char *queue;
+    tly_qty inc[2];
+    bool non_preemptible;
+} tly_resize_extra;
+
+/*
+** A ledger of admitted increases consulted around one decision. begin() is
+** called with the reviewed pod before the decision and returns the increases
+** to add (none for that pod itself: its oldObject already carries them); it
+** may take a lock that end() releases, so decide-and-record is atomic.
+** end() sees the verdict and whether the review was a dry run.
+*/
+typedef struct {
+    void *ctx;
+    const tly_resize_extra *(*begin)(void *ctx, const tly_pod *old, size_t *n);
+    void (*end)(void *ctx, const tly_pod *old, const tly_resize_verdict *v, bool dry_run);
+} tly_resize_ledger;
 
 /*
 ** Decides a resize of `old` (the pod as it runs) to `neu` against state.
@@ -35,6 +70,12 @@ typedef struct {
 */
 void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
                        tly_resize_verdict *v);
+/* The same with extra increases charged first (extra may be NULL when n is 0). */
+void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod *old,
+                             const tly_resize_extra *extra, size_t n, tly_resize_verdict *v);
 void tly_resize_verdict_free(tly_resize_verdict *v);
+
+/* A pod's spec sums and effective request (the resize rule), [0] cpu, [1] memory. */
+void tly_resize_pod_size(const tly_pod *p, tly_qty spec[2], tly_qty eff[2]);
 
 #endif

@@ -1,0 +1,184 @@
+/*
+** dra.h: Dynamic Resource Allocation for the pod placement engine: which
+** devices a pod's ResourceClaims get on a candidate node, what they charge,
+** and who may share a claim (issue 4 "DRA", contract section 2, kai-facts
+** 3.6, the AccountedResource seed's "Shared DRA ResourceClaims").
+**
+** Objects read (resource.k8s.io v1, v1beta2, v1beta1; decode_dra.c has
+** already unified their shapes): ResourceSlices (devices per node),
+** DeviceClasses (selectors), ResourceClaims (requests, allocation results,
+** reservedFor) and ResourceClaimTemplates.
+**
+** Lifetime and ownership: tly_dra_create() reads a finished store and keeps
+** pointers into it, so the store must outlive the tly_dra. Everything the
+** tly_dra allocates (compiled selectors, messages returned through `char **`
+** or `const char **`) is owned by it and freed by tly_dra_destroy(). A
+** tly_dra_choice is owned by the caller: tly_dra_choice_init() before use,
+** tly_dra_choice_free() after; one choice may be reused for any number of
+** tly_dra_try() calls.
+**
+** The engine's use, per pod:
+**   1. tly_dra_claim_queue_check(): a claim shared with another queue
+**      rejects the pod (SharedResourceClaimAcrossQueues), whatever the node.
+**   2. For each candidate node, tly_dra_try(): 1 fits, 0 does not fit on
+**      that node (node-fit failure), -1 unsupported on every node
+**      (UnsupportedConstraint). On success the choice lists the devices.
+**   3. tly_dra_gpu_devices(), tly_dra_gpu_memory(), tly_dra_charges():
+**      the GPU count and AccountedResource charges of the choice.
+**   4. tly_dra_commit() when the pod is placed; tly_dra_undo() (in reverse
+**      order) when a gang is rolled back.
+** Bound pods: run each through tly_dra_try() with its spec.nodeName and
+** tly_dra_commit(), so their claims count as used by, and charged to, their
+** queue before pending pods are placed.
+**
+** Not thread-safe: tly_dra_try() writes scratch marks into the tly_dra.
+*/
+#ifndef TALLY_DRA_H
+#define TALLY_DRA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/objects.h"
+#include "tally/quantity.h"
+#include "tally/queues.h"
+#include "tally/store.h"
+
+typedef struct tly_dra tly_dra;
+
+/* One device chosen for (or allocated to) a claim request. */
+typedef struct {
+    const char *request;         /* the claim's request name (as in allocation results) */
+    const char *device_class;    /* the request's deviceClassName; NULL when unknown */
+    const char *driver, *pool, *device;
+    const tly_device *dev;       /* the slice's device; NULL when no ResourceSlice lists it */
+    uint32_t index;              /* internal device index, UINT32_MAX when dev is NULL */
+} tly_dra_dev;
+
+/* One claim of the pod and its devices. */
+typedef struct {
+    const char *ns, *name;       /* the claim; for a template claim "<pod>-<podClaimName>" */
+    const char *pod_claim;       /* the pod's name for the claim (spec.resourceClaims[].name) */
+    const tly_resource_claim *claim;     /* the claim object, NULL for a fresh template claim */
+    const tly_claim_template *tmpl;      /* the template, for template claims */
+    const tly_claim_spec *spec;  /* whose requests the devices satisfy */
+    uint32_t state;              /* internal claim state index, UINT32_MAX for private claims */
+    bool from_template;          /* private to the pod: never shared, always charged */
+    bool preallocated;           /* allocated in the input or by an earlier commit */
+    bool charge;                 /* counts in charges (false: already charged to the queue) */
+    uint32_t first, ndevs;       /* the claim's devices: devs[first .. first + ndevs) */
+} tly_dra_claim_choice;
+
+/* The outcome of tly_dra_try(): the pod's claims and devices on one node. */
+typedef struct {
+    const tly_pod *pod;
+    const char *node;
+    const char *queue;           /* as given to tly_dra_try(), may be NULL */
+    tly_dra_claim_choice *claims;
+    uint32_t nclaims, cap_claims;
+    tly_dra_dev *devs;
+    uint32_t ndevs, cap_devs;
+    char why[384];               /* the reason *why points to, when formatted per call */
+} tly_dra_choice;
+
+tly_dra *tly_dra_create(tly_store *s);
+void tly_dra_destroy(tly_dra *d);
+
+void tly_dra_choice_init(tly_dra_choice *c);
+void tly_dra_choice_free(tly_dra_choice *c);
+/* dst (initialised) becomes a copy of src, e.g. to keep a gang member's choice for undo. */
+void tly_dra_choice_copy(tly_dra_choice *dst, const tly_dra_choice *src);
+
+/*
+** Whether pod p's claims can be satisfied on node `node`, and with which
+** devices (out). For each spec.resourceClaims entry:
+**   - resourceClaimName: the claim in the pod's namespace. Allocated (in the
+**     input or by an earlier commit): it fits only if its devices are on
+**     this node's slices. Unallocated: devices are chosen as below.
+**   - resourceClaimTemplateName: a claim private to the pod with the
+**     template's spec (or, for a bound pod, the claim Kubernetes generated
+**     from it: annotation resource.kubernetes.io/pod-claim-name and the pod
+**     in reservedFor).
+** Choosing devices, per request in order: ExactCount takes `count` free
+** devices, All takes every matching device on the node (at least one, none
+** of them in use); candidates are the devices of the node's slices
+** (spec.nodeName, or allNodes) in (slice name, device name) order whose
+** DeviceClass selectors and request selectors all hold and that no other
+** claim holds and this pod has not chosen yet. First fit, no backtracking.
+** queue (may be NULL) is the pod's queue: a shared claim already charged to
+** it gets charge = false.
+** Returns 1 (fits), 0 (does not fit here; *why says why) or -1 (unsupported:
+** a selector outside tally's CEL subset, firstAvailable; *why quotes it).
+** *why points into out->why or into d, valid until the next call with out.
+*/
+int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queue,
+                tly_dra_choice *out, const char **why);
+
+/*
+** Records a placement: newly chosen devices become used, a named claim
+** allocated by the choice stays allocated on that node for later pods, the
+** queue becomes a user of the named claims and, when charge is set, they
+** count as charged to it.
+*/
+void tly_dra_commit(tly_dra *d, const tly_dra_choice *c);
+/* Reverts tly_dra_commit(c). Undo a gang's commits in reverse order. */
+void tly_dra_undo(tly_dra *d, const tly_dra_choice *c);
+
+/*
+** Devices of the choice (claims with charge set) that are GPUs: the
+** request's device class or the driver contains "gpu", case-insensitively
+** (KAI's rule, kai-facts 3.6).
+*/
+uint32_t tly_dra_gpu_devices(const tly_dra_choice *c);
+/*
+** The reserved gpu-memory charge of the choice: the `memory` capacity of
+** each GPU device of claims with charge set (bytes, BinarySI).
+*/
+tly_qty tly_dra_gpu_memory(const tly_dra_choice *c);
+
+/*
+** Adds the `dra` sources' charges of the choice to out[a], for every
+** AccountedResource a in tly_queues_accres order (out has
+** tly_queues_naccres(qs) entries; other sources are the caller's). Per
+** device of claims with charge set whose request class equals the source's
+** deviceClassName and that has every match.dra.deviceAttributes value:
+** 1, or the device's capacity named quantity.dra.selectedCapacity, or the
+** number at quantity.dra.opaqueConfigField.path in the claim's opaque
+** config for that driver times its unit. The reserved gpu-memory is
+** skipped here: add tly_dra_gpu_memory() to it.
+** *problem (may be NULL) gets a sentence about an opaque value that is not
+** a number (that source then charges nothing for the device), or NULL.
+*/
+void tly_dra_charges(const tly_dra *d, const tly_queues *qs, const tly_pod *p,
+                     const tly_dra_choice *c, tly_qty *out, const char **problem);
+
+/*
+** Shared claims (referenced by name): false when a claim of p is already
+** used by a pod of another queue (reservedFor consumers of the input,
+** the claim's kai.scheduler/queue label, pods committed in this run, or
+** tly_dra_claim_note_user()); *message (owned by d) is then
+** "ResourceClaim <ns>/<claim> is shared with queue <other>; pods of queue
+** <queue> cannot use it". Reason: SharedResourceClaimAcrossQueues.
+*/
+bool tly_dra_claim_queue_check(tly_dra *d, const tly_pod *p, const char *queue, char **message);
+/* Records that a pod of `queue` uses claim ns/name (no effect on unknown claims). */
+void tly_dra_claim_note_user(tly_dra *d, const char *ns, const char *name, const char *queue);
+/* Whether claim ns/name's devices were already charged to `queue` (charge once per queue). */
+bool tly_dra_claim_charged(const tly_dra *d, const char *ns, const char *name, const char *queue);
+void tly_dra_claim_mark_charged(tly_dra *d, const char *ns, const char *name, const char *queue);
+
+/* Devices of GPU-driver slices on the node (KAI adds them to the node's GPU capacity). */
+uint32_t tly_dra_node_gpu_devices(const tly_dra *d, const char *node);
+
+/*
+** The CEL subset on its own (for validation and tests): compiles expr and
+** evaluates it against a device of `driver`. Returns 1 match, 0 no match,
+** -1 unsupported (*why, owned by d, quotes the expression).
+*/
+int tly_dra_cel_eval(tly_dra *d, const char *expr, const char *driver, const tly_device *dev,
+                     const char **why);
+
+/* KAI's GPU test: lower(name) contains "gpu". NULL is not a GPU. */
+bool tly_dra_is_gpu_name(const char *name);
+
+#endif
