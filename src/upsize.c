@@ -1,0 +1,265 @@
+/*
+** upsize.c: the ledger of admitted upsizes (upsize.h).
+**
+** A small array under one mutex: the number of reservations is the number
+** of upsizes admitted in the last state refresh or TIMEOUT, a handful even
+** on a busy cluster, so linear scans beat any index. begin() builds the
+** extras array for the decision in a buffer owned by the ledger; it stays
+** valid until end(), which is why the lock spans both.
+*/
+#include "tally/upsize.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tally/error.h"
+#include "tally/podreq.h"
+
+typedef struct {
+    char *ns, *name, *uid;   /* uid may be NULL */
+    char *queue;
+    bool non_preemptible;
+    tly_qty spec[2];         /* old spec sums, to see a revert */
+    tly_qty base[2];         /* old effective request */
+    tly_qty size[2];         /* newest admitted size */
+    int64_t since;           /* ms, the last admitted upsize */
+} reservation;
+
+struct tly_upsize {
+    pthread_mutex_t mu;
+    int64_t timeout_ms;
+    tly_upsize_clock clock;
+    void *clock_ctx;
+    reservation *v;
+    size_t n, cap;
+    tly_resize_extra *extra;  /* begin()'s answer, valid until end() */
+    size_t extra_cap;
+    tly_resize_ledger hooks;
+};
+
+static int64_t monotonic_ms(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_ms(const tly_upsize *u) { return u->clock(u->clock_ctx); }
+
+/* max(0, size - base) per resource. */
+static void increase(const reservation *r, tly_qty inc[2])
+{
+    for (int k = 0; k < 2; k++) {
+        tly_qty d = {0, TLY_QFMT_DECIMAL_SI};
+        if (tly_qty_sub(r->size[k], r->base[k], &d) != TLY_OK || tly_qty_sign(d) < 0)
+            d = (tly_qty){0, TLY_QFMT_DECIMAL_SI};
+        inc[k] = d;
+    }
+}
+
+static bool holds_anything(const reservation *r)
+{
+    tly_qty inc[2];
+    increase(r, inc);
+    return tly_qty_sign(inc[0]) > 0 || tly_qty_sign(inc[1]) > 0;
+}
+
+static reservation *find(tly_upsize *u, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < u->n; i++)
+        if (!strcmp(u->v[i].ns, ns) && !strcmp(u->v[i].name, name))
+            return &u->v[i];
+    return NULL;
+}
+
+static void drop(tly_upsize *u, size_t i)
+{
+    reservation *r = &u->v[i];
+    free(r->ns);
+    free(r->name);
+    free(r->uid);
+    free(r->queue);
+    u->v[i] = u->v[--u->n];
+}
+
+/* Caller holds the lock. */
+static size_t expire_locked(tly_upsize *u)
+{
+    int64_t now = now_ms(u);
+    size_t dropped = 0;
+    for (size_t i = 0; i < u->n;) {
+        if (now - u->v[i].since >= u->timeout_ms) {
+            drop(u, i);
+            dropped++;
+        } else {
+            i++;
+        }
+    }
+    return dropped;
+}
+
+static const tly_resize_extra *ledger_begin(void *ctx, const tly_pod *old, size_t *n)
+{
+    tly_upsize *u = ctx;
+    pthread_mutex_lock(&u->mu);
+    expire_locked(u);
+    if (u->extra_cap < u->n) {
+        u->extra_cap = u->n * 2;
+        u->extra = tly_xrealloc(u->extra, u->extra_cap * sizeof *u->extra);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < u->n; i++) {
+        const reservation *r = &u->v[i];
+        /* The reviewed pod's oldObject already carries its own admitted size. */
+        if (!strcmp(r->ns, old->meta.ns ? old->meta.ns : "") &&
+            !strcmp(r->name, old->meta.name ? old->meta.name : ""))
+            continue;
+        tly_resize_extra *e = &u->extra[k++];
+        e->queue = r->queue;
+        e->non_preemptible = r->non_preemptible;
+        increase(r, e->inc);
+    }
+    *n = k;
+    return u->extra;
+}
+
+static void ledger_end(void *ctx, const tly_pod *old, const tly_resize_verdict *v, bool dry_run)
+{
+    tly_upsize *u = ctx;
+    const char *ns = old->meta.ns ? old->meta.ns : "", *name = old->meta.name ? old->meta.name : "";
+    if (dry_run || !v->allowed || !v->sized)
+        goto out;
+    reservation *r = find(u, ns, name);
+    if (r) {
+        /* A later resize of a reserved pod: the reservation follows its newest size. */
+        bool grows = tly_qty_cmp(v->size[0], r->size[0]) > 0 || tly_qty_cmp(v->size[1], r->size[1]) > 0;
+        memcpy(r->size, v->size, sizeof r->size);
+        if (v->queue) {
+            free(r->queue);
+            r->queue = tly_xstrdup(v->queue);
+            r->non_preemptible = v->non_preemptible;
+        }
+        if (grows)
+            r->since = now_ms(u);
+        if (!holds_anything(r))
+            drop(u, (size_t)(r - u->v));
+        goto out;
+    }
+    if (!v->queue)
+        goto out;  /* no queue check ran: nothing to protect */
+    reservation nr = {0};
+    memcpy(nr.spec, v->spec, sizeof nr.spec);
+    memcpy(nr.base, v->base, sizeof nr.base);
+    memcpy(nr.size, v->size, sizeof nr.size);
+    if (!holds_anything(&nr))
+        goto out;  /* a downsize or a redistribution */
+    nr.ns = tly_xstrdup(ns);
+    nr.name = tly_xstrdup(name);
+    nr.uid = old->meta.uid ? tly_xstrdup(old->meta.uid) : NULL;
+    nr.queue = tly_xstrdup(v->queue);
+    nr.non_preemptible = v->non_preemptible;
+    nr.since = now_ms(u);
+    if (u->n == u->cap) {
+        u->cap = u->cap ? u->cap * 2 : 8;
+        u->v = tly_xrealloc(u->v, u->cap * sizeof *u->v);
+    }
+    u->v[u->n++] = nr;
+out:
+    pthread_mutex_unlock(&u->mu);
+}
+
+tly_upsize *tly_upsize_create(int64_t timeout_ms, tly_upsize_clock clock, void *clock_ctx)
+{
+    tly_upsize *u = calloc(1, sizeof *u);
+    if (!u)
+        tly_oom();
+    pthread_mutex_init(&u->mu, NULL);
+    u->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+    u->clock = clock ? clock : monotonic_ms;
+    u->clock_ctx = clock_ctx;
+    u->hooks.ctx = u;
+    u->hooks.begin = ledger_begin;
+    u->hooks.end = ledger_end;
+    return u;
+}
+
+void tly_upsize_destroy(tly_upsize *u)
+{
+    if (!u)
+        return;
+    while (u->n)
+        drop(u, u->n - 1);
+    free(u->v);
+    free(u->extra);
+    pthread_mutex_destroy(&u->mu);
+    free(u);
+}
+
+const tly_resize_ledger *tly_upsize_ledger(tly_upsize *u) { return &u->hooks; }
+
+static bool terminal(const tly_pod *p)
+{
+    return p->phase && (!strcmp(p->phase, "Succeeded") || !strcmp(p->phase, "Failed"));
+}
+
+void tly_upsize_reconcile(tly_upsize *u, const tly_store *state, tly_upsize_released *out)
+{
+    tly_upsize_released rel = {0};
+    pthread_mutex_lock(&u->mu);
+    rel.expired = expire_locked(u);
+    for (size_t i = 0; i < u->n;) {
+        const reservation *r = &u->v[i];
+        const tly_pod *p = tly_store_find(state, TLY_K_POD, r->ns, r->name);
+        size_t *why = NULL;
+        if (!p || terminal(p) || (r->uid && p->meta.uid && strcmp(r->uid, p->meta.uid) != 0)) {
+            why = &rel.gone;
+        } else if (tly_pod_resize_infeasible(p)) {
+            why = &rel.infeasible;
+        } else {
+            tly_qty spec[2], eff[2];
+            tly_resize_pod_size(p, spec, eff);
+            if (tly_qty_cmp(eff[0], r->size[0]) >= 0 && tly_qty_cmp(eff[1], r->size[1]) >= 0)
+                why = &rel.enacted;
+            else if (tly_qty_cmp(spec[0], r->spec[0]) == 0 && tly_qty_cmp(spec[1], r->spec[1]) == 0)
+                why = &rel.reverted;
+        }
+        if (why) {
+            (*why)++;
+            drop(u, i);
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&u->mu);
+    if (out)
+        *out = rel;
+}
+
+size_t tly_upsize_expire(tly_upsize *u)
+{
+    pthread_mutex_lock(&u->mu);
+    size_t n = expire_locked(u);
+    pthread_mutex_unlock(&u->mu);
+    return n;
+}
+
+size_t tly_upsize_count(tly_upsize *u)
+{
+    pthread_mutex_lock(&u->mu);
+    size_t n = u->n;
+    pthread_mutex_unlock(&u->mu);
+    return n;
+}
+
+bool tly_upsize_get(tly_upsize *u, const char *ns, const char *name, tly_qty inc[2])
+{
+    pthread_mutex_lock(&u->mu);
+    reservation *r = find(u, ns, name);
+    if (r)
+        increase(r, inc);
+    pthread_mutex_unlock(&u->mu);
+    return r != NULL;
+}
