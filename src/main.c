@@ -20,7 +20,9 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     {"simulate", tly_cmd_simulate, "load a cluster and run the scheduling engine over it"},
     {"validate", tly_cmd_validate, "check objects as the API server and the webhook would"},
+    {"explain", tly_cmd_explain, "explain one decision of simulate: a pod, a Run or a queue"},
     {"admit", tly_cmd_admit, "decide one AdmissionReview (stdin) against a state"},
+    {"serve", tly_cmd_serve, "serve admission decisions over HTTPS (the webhook)"},
     {"quantity", tly_cmd_quantity, "parse and print Kubernetes quantities"},
 };
 

@@ -800,3 +800,271 @@ void tly_podsched_run(tly_podsched *ps)
 uint32_t tly_podsched_npods(const tly_podsched *ps) { return ps->npods; }
 const tly_ps_result *tly_podsched_pod(const tly_podsched *ps, uint32_t i) { return &ps->pods[i].res; }
 tly_queues *tly_podsched_queues(tly_podsched *ps) { return ps->qs; }
+
+/* ---- explanations ------------------------------------------------------------------ */
+
+int32_t tly_podsched_find(const tly_podsched *ps, const char *ns, const char *name)
+{
+    uint32_t lo = 0, hi = ps->npods;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const tly_meta *m = &ps->pods[mid].res.pod->meta;
+        int c = strcmp(m->ns, ns);
+        if (!c)
+            c = strcmp(m->name, name);
+        if (!c)
+            return (int32_t)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static const char *qfmt(tly_qty q, char *buf)
+{
+    tly_qty_format(q, buf, TLY_QTY_BUFSZ);
+    return buf;
+}
+
+/* spec.resources dimensions, named so they do not read like AccountedResources. */
+static const char *dim_name(int r)
+{
+    return r == TLY_QR_CPU ? "resources.cpu" : r == TLY_QR_MEMORY ? "resources.memory" : "resources.gpu";
+}
+
+/* What a queue-policy verdict means, short: "gpu-h200 limit of queue team-a (4/4, requesting 1)". */
+static char *verdict_text(tly_podsched *ps, const tly_qverdict *v)
+{
+    char u[TLY_QTY_BUFSZ], b[TLY_QTY_BUFSZ], r[TLY_QTY_BUFSZ];
+    const char *qn = v->queue >= 0 ? tly_queues_queue(ps->qs, (uint32_t)v->queue)->meta.name : "?";
+    const char *what = v->bound == TLY_QBOUND_ACCOUNTED
+                           ? tly_queues_accres(ps->qs, (uint32_t)v->dim)->meta.name
+                           : dim_name(v->dim);
+    return tly_arena_printf(ps->a, "%s %s of queue %s (%s/%s, requesting %s)", what,
+                            v->bound == TLY_QBOUND_QUOTA ? "quota" : "limit", qn,
+                            qfmt(v->used, u), qfmt(v->bound_value, b), qfmt(v->request, r));
+}
+
+static void print_path(tly_podsched *ps, const pstate *p, int32_t node, FILE *out)
+{
+    char a[TLY_QTY_BUFSZ], b[TLY_QTY_BUFSZ], c[TLY_QTY_BUFSZ];
+    tly_qcharge ch;
+    bool have = false;
+    if (node >= 0) {
+        node_charge(ps, p, (uint32_t)node, &ch, ps->acc_try, NULL);
+        have = true;
+    }
+    for (int32_t j = p->queue; j >= 0; j = tly_queues_parent(ps->qs, (uint32_t)j)) {
+        fprintf(out, "  %s\n", tly_queues_queue(ps->qs, (uint32_t)j)->meta.name);
+        for (int r = 0; r < TLY_QR_COUNT; r++) {
+            tly_qty lim, quo;
+            bool hl = tly_queues_bound(ps->qs, (uint32_t)j, true, r, &lim);
+            bool hq = tly_queues_bound(ps->qs, (uint32_t)j, false, r, &quo);
+            char d[TLY_QTY_BUFSZ];
+            fprintf(out, "    %-16s used %s, limit %s, quota %s (non-preemptible used %s)", dim_name(r),
+                    qfmt(tly_queues_used(ps->qs, (uint32_t)j, r, false), a),
+                    hl ? qfmt(lim, b) : "unlimited", hq ? qfmt(quo, c) : "unlimited",
+                    qfmt(tly_queues_used(ps->qs, (uint32_t)j, r, true), d));
+            if (have && tly_qty_sign(ch.res[r]) > 0)
+                fprintf(out, "; this pod %s", qfmt(ch.res[r], b));
+            fprintf(out, "\n");
+        }
+        for (uint32_t k = 0; k < tly_queues_naccres(ps->qs); k++) {
+            tly_qty lim = tly_queues_accounted_limit(ps->qs, (uint32_t)j, k);
+            bool charged = have && tly_qty_sign(ch.accounted[k]) > 0;
+            if (tly_qty_sign(lim) < 0 && !charged)
+                continue;
+            fprintf(out, "    %-16s used %s, limit %s", tly_queues_accres(ps->qs, k)->meta.name,
+                    qfmt(tly_queues_accounted_used(ps->qs, (uint32_t)j, k), a),
+                    tly_qty_sign(lim) < 0 ? "unlimited" : qfmt(lim, b));
+            if (charged)
+                fprintf(out, "; this pod %s", qfmt(ch.accounted[k], c));
+            fprintf(out, "\n");
+        }
+    }
+}
+
+void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
+{
+    pstate *p = &ps->pods[i];
+    const tly_pod *pod = p->res.pod;
+    char a[TLY_QTY_BUFSZ];
+    fprintf(out, "Pod %s/%s\n", pod->meta.ns, pod->meta.name);
+    fprintf(out, "  queue %s%s%s, priority %d, %s\n", p->res.queue, p->pg ? ", PodGroup " : "",
+            p->pg ? p->pg->meta.name : "", p->priority,
+            p->non_preemptible ? "non-preemptible (quotas apply)" : "preemptible");
+    fprintf(out, "  state %s", p->res.state ? p->res.state : "?");
+    if (p->res.node)
+        fprintf(out, " on %s", p->res.node);
+    if (p->res.reason)
+        fprintf(out, " (%s)", p->res.reason);
+    fprintf(out, "\n");
+    if (p->res.message)
+        fprintf(out, "  %s\n", p->res.message);
+    fprintf(out, "  requests:");
+    for (uint32_t k = 0; k < p->req.req.n; k++)
+        fprintf(out, " %s %s", tly_names_str(ps->names, p->req.req.v[k].id), qfmt(p->req.req.v[k].q, a));
+    if (p->req.gpu_kind == TLY_GPU_FRACTION)
+        fprintf(out, " gpu-fraction %u.%02u x %u", p->req.gpu_portion / 100, p->req.gpu_portion % 100,
+                p->req.gpu_devices);
+    else if (p->req.gpu_kind == TLY_GPU_MEMORY)
+        fprintf(out, " gpu-memory %lluMi x %u", (unsigned long long)p->req.gpu_memory_mib,
+                p->req.gpu_devices);
+    fprintf(out, "\n");
+
+    bool placed = p->node >= 0 || (p->res.state && !strcmp(p->res.state, "Running"));
+    if (p->queue < 0) {
+        fprintf(out, "\nWhat would have to change:\n  - create queue %s (or point the pod at an existing leaf queue)\n",
+                p->res.queue);
+        return;
+    }
+    if (placed || !p->pending) {
+        int32_t node = p->node >= 0 ? p->node : (p->res.node ? node_index(ps, p->res.node) : -1);
+        fprintf(out, "\nQueue path (usage after the run; what this pod is charged):\n");
+        print_path(ps, p, node, out);
+        return;
+    }
+    fprintf(out, "\nQueue path (usage after the run):\n");
+    print_path(ps, p, -1, out);
+    if (p->req.invalid || !strcmp(p->res.state, "Invalid")) {
+        fprintf(out, "\nWhat would have to change:\n  - fix the pod's spec: %s\n", p->res.message);
+        return;
+    }
+    tly_qverdict v;
+    if (tly_queues_admissible(ps->qs, p->res.queue, &v) < 0) {
+        fprintf(out, "\nWhat would have to change:\n");
+        if (!strcmp(v.reason, "AccountedResourceNotFound"))
+            fprintf(out, "  - create the missing AccountedResource, or remove the reference: %s\n", v.message);
+        else
+            fprintf(out, "  - %s\n", v.message);
+        return;
+    }
+    /* Every node now, grouped by why. */
+    bool gating = tly_queues_gating(ps->qs, (uint32_t)p->queue);
+    tally_count *counts = ps->counts;
+    uint32_t nc = 0, fits = 0;
+    char buf[160];
+    tly_qverdict first = {0};
+    bool have_first = false;
+    for (uint32_t k = 0; k < ps->nnodes; k++) {
+        const char *why, *problem;
+        tly_qverdict nv = {.quiet = true};
+        int r = try_node(ps, p, k, gating, &nv, &why, buf, sizeof buf, &problem);
+        if (r == 1) {
+            fits++;
+            continue;
+        }
+        if (r < 0) {
+            if (!have_first)
+                first = nv;
+            have_first = true;
+            why = verdict_text(ps, &nv);
+        }
+        count_reason(&counts, &nc, why, ps->a);
+    }
+    fprintf(out, "\nNodes now (%u):\n", ps->nnodes);
+    if (fits)
+        fprintf(out, "  %u node%s would take the pod now (it was decided earlier in the run)\n", fits,
+                fits == 1 ? "" : "s");
+    qsort(counts, nc, sizeof *counts, cmp_count);
+    for (uint32_t k = 0; k < nc; k++)
+        fprintf(out, "  %u node%s: %s\n", counts[k].count, counts[k].count == 1 ? "" : "s", counts[k].text);
+    fprintf(out, "\nWhat would have to change:\n");
+    if (have_first) {
+        char u[TLY_QTY_BUFSZ], need[TLY_QTY_BUFSZ], over[TLY_QTY_BUFSZ];
+        tly_qty total, excess;
+        tly_qty_add(first.used, first.request, &total);
+        tly_qty_sub(total, first.bound_value, &excess);
+        const char *qn = tly_queues_queue(ps->qs, (uint32_t)first.queue)->meta.name;
+        const char *what = first.bound == TLY_QBOUND_ACCOUNTED
+                               ? tly_queues_accres(ps->qs, (uint32_t)first.dim)->meta.name
+                               : dim_name(first.dim);
+        fprintf(out, "  - raise the %s %s of queue %s from %s to at least %s, or free %s of it in its subtree\n",
+                what, first.bound == TLY_QBOUND_QUOTA ? "quota" : "limit", qn,
+                qfmt(first.bound_value, u), qfmt(total, need), qfmt(excess, over));
+        if (first.bound == TLY_QBOUND_QUOTA)
+            fprintf(out, "  - or make the workload preemptible (quotas bind only non-preemptible work)\n");
+    }
+    bool resources = false;
+    for (uint32_t k = 0; k < nc; k++)
+        if (!strncmp(counts[k].text, "Insufficient ", 13)) {
+            fprintf(out, "  - free %s on a node that passes the other checks, or add such a node\n",
+                    counts[k].text + 13);
+            resources = true;
+        }
+    /* Label, taint and state refusals matter only when nothing else is in the way. */
+    for (uint32_t k = 0; k < nc && !have_first && !resources; k++)
+        if (!strncmp(counts[k].text, "node(s)", 7)) {
+            fprintf(out, "  - nodes refuse the pod by their labels, taints or state (%s): change the pod's "
+                        "nodeSelector/affinity/tolerations or the nodes\n", counts[k].text);
+            break;
+        }
+}
+
+void tly_podsched_explain_queue(tly_podsched *ps, uint32_t q, FILE *out)
+{
+    char a[TLY_QTY_BUFSZ], b[TLY_QTY_BUFSZ], c[TLY_QTY_BUFSZ];
+    const tly_queue *queue = tly_queues_queue(ps->qs, q);
+    fprintf(out, "Queue %s", queue->meta.name);
+    if (queue->display_name)
+        fprintf(out, " (%s)", queue->display_name);
+    fprintf(out, "%s%s\n", queue->parent ? ", parent " : ", top level", queue->parent ? queue->parent : "");
+    if (tly_queues_missing_ref(ps->qs, q))
+        fprintf(out, "  AccountedResourcesResolved=False: AccountedResource \"%s\" does not exist\n",
+                tly_queues_missing_ref(ps->qs, q));
+    fprintf(out, "\nUsage over the subtree against the limits:\n");
+    for (int r = 0; r < TLY_QR_COUNT; r++) {
+        tly_qty lim, quo;
+        char d[TLY_QTY_BUFSZ];
+        bool hl = tly_queues_bound(ps->qs, q, true, r, &lim), hq = tly_queues_bound(ps->qs, q, false, r, &quo);
+        fprintf(out, "  %-16s used %s (non-preemptible %s), limit %s, quota %s\n", dim_name(r),
+                qfmt(tly_queues_used(ps->qs, q, r, false), a), qfmt(tly_queues_used(ps->qs, q, r, true), b),
+                hl ? qfmt(lim, c) : "unlimited", hq ? qfmt(quo, d) : "unlimited");
+    }
+    for (uint32_t k = 0; k < tly_queues_naccres(ps->qs); k++) {
+        tly_qty lim = tly_queues_accounted_limit(ps->qs, q, k);
+        fprintf(out, "  %-16s used %s, limit %s\n", tly_queues_accres(ps->qs, k)->meta.name,
+                qfmt(tly_queues_accounted_used(ps->qs, q, k), a), tly_qty_sign(lim) < 0 ? "unlimited" : qfmt(lim, b));
+    }
+    fprintf(out, "\nSubtree:\n");
+    uint32_t children = 0;
+    for (uint32_t j = 0; j < tly_queues_count(ps->qs); j++) {
+        int depth = 0;
+        int32_t x = (int32_t)j;
+        while (x >= 0 && (uint32_t)x != q && depth < 64) {
+            x = tly_queues_parent(ps->qs, (uint32_t)x);
+            depth++;
+        }
+        if (x < 0 || depth == 0)
+            continue;
+        fprintf(out, "  %*s%s\n", depth * 2 - 2, "", tly_queues_queue(ps->qs, j)->meta.name);
+        children++;
+    }
+    if (!children)
+        fprintf(out, "  (a leaf queue)\n");
+    fprintf(out, "\nPods charged to the subtree:\n");
+    uint32_t shown = 0;
+    for (uint32_t i = 0; i < ps->npods; i++) {
+        const pstate *p = &ps->pods[i];
+        if (!p->res.state || (strcmp(p->res.state, "Running") && strcmp(p->res.state, "Bound")))
+            continue;
+        int32_t x = p->queue;
+        while (x >= 0 && (uint32_t)x != q)
+            x = tly_queues_parent(ps->qs, (uint32_t)x);
+        if (x < 0)
+            continue;
+        shown++;
+        fprintf(out, "  %s/%s (%s, %s on %s): cpu %s, memory %s, GPUs %s", p->res.pod->meta.ns,
+                p->res.pod->meta.name, p->res.queue, p->res.state, p->res.node ? p->res.node : "-",
+                qfmt(p->charge.res[TLY_QR_CPU], a), qfmt(p->charge.res[TLY_QR_MEMORY], b),
+                qfmt(p->charge.res[TLY_QR_GPU], c));
+        for (uint32_t k = 0; k < tly_queues_naccres(ps->qs); k++)
+            if (p->res.accounted && tly_qty_sign(p->res.accounted[k]) > 0)
+                fprintf(out, ", %s %s", tly_queues_accres(ps->qs, k)->meta.name, qfmt(p->res.accounted[k], a));
+        fprintf(out, "\n");
+    }
+    if (!shown)
+        fprintf(out, "  (none)\n");
+}

@@ -384,6 +384,12 @@ void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non
                 tly_qty shown = n->used[r];
                 if (reserved)
                     tly_qty_add(shown, n->rsv[r], &shown);
+                v->queue = j;
+                v->bound = TLY_QBOUND_LIMIT;
+                v->dim = r;
+                v->used = shown;
+                v->bound_value = n->bound[1][r];
+                v->request = c->res[r];
                 over_limit(qs, n, r, shown, c->res[r], v);
                 return;
             }
@@ -400,6 +406,12 @@ void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non
                     tly_qty shown = n->used_np[r];
                     if (reserved)
                         tly_qty_add(shown, n->rsv_np[r], &shown);
+                    v->queue = j;
+                    v->bound = TLY_QBOUND_QUOTA;
+                    v->dim = r;
+                    v->used = shown;
+                    v->bound_value = n->bound[0][r];
+                    v->request = c->res[r];
                     over_quota(qs, n, r, shown, c->res[r], v);
                     return;
                 }
@@ -419,12 +431,18 @@ void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non
             if (exceeds(n->acc_used[a], reserved ? n->acc_rsv[a] : ZERO, c->accounted[a], lim)) {
                 v->ok = false;
                 v->reason = "OverLimit";
-                if (v->quiet)
-                    return;
-                char u[TLY_QTY_BUFSZ], r[TLY_QTY_BUFSZ], l[TLY_QTY_BUFSZ];
                 tly_qty shown = n->acc_used[a];
                 if (reserved)
                     tly_qty_add(shown, n->acc_rsv[a], &shown);
+                v->queue = j;
+                v->bound = TLY_QBOUND_ACCOUNTED;
+                v->dim = (int)a;
+                v->used = shown;
+                v->bound_value = lim;
+                v->request = c->accounted[a];
+                if (v->quiet)
+                    return;
+                char u[TLY_QTY_BUFSZ], r[TLY_QTY_BUFSZ], l[TLY_QTY_BUFSZ];
                 tly_qty_format(shown, u, sizeof u);
                 tly_qty_format(c->accounted[a], r, sizeof r);
                 tly_qty_format(lim, l, sizeof l);

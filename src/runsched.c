@@ -939,3 +939,106 @@ int32_t tly_runsched_find_pod(const tly_runsched *rs, const char *ns, const char
 }
 
 uint64_t tly_runsched_cycles(const tly_runsched *rs) { return rs->cycles; }
+
+/* ---- explanations ------------------------------------------------------------ */
+
+static const char *qfmt_buf(tly_qty q, char *buf)
+{
+    tly_qty_format(q, buf, TLY_QTY_BUFSZ);
+    return buf;
+}
+
+/* num/den as a decimal with three digits (display only; decisions use ratio.h). */
+static void ratio_text(tly_i128 num, tly_i128 den, char *buf, size_t len)
+{
+    if (den <= 0) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    tly_i128 t = num * 1000 / den;
+    snprintf(buf, len, "%lld.%03lld", (long long)(t / 1000), (long long)(t % 1000));
+}
+
+void tly_runsched_explain(tly_runsched *rs, uint32_t i, FILE *out)
+{
+    rrun *r = &rs->runs[i];
+    const tly_run *run = r->res.run;
+    char a[TLY_QTY_BUFSZ], b[TLY_QTY_BUFSZ], c[TLY_QTY_BUFSZ];
+    fprintf(out, "Run %s/%s (runtime %s)\n", run->meta.ns, run->meta.name, run->runtime ? run->runtime : "-");
+    fprintf(out, "  phase %s", tly_run_phase_name(r->res.phase));
+    if (r->res.assigned)
+        fprintf(out, " on %s", r->res.assigned);
+    if (r->res.reason)
+        fprintf(out, " (%s)", r->res.reason);
+    fprintf(out, "\n");
+    if (r->res.message)
+        fprintf(out, "  %s\n", r->res.message);
+    if (r->bad) {
+        fprintf(out, "  request %s is not a non-negative integer: fix spec.resources.requests\n", r->bad);
+        return;
+    }
+    fprintf(out, "  request:");
+    for (uint32_t k = 0; k < r->request.n; k++)
+        fprintf(out, " %s %s", tly_names_str(rs->names, r->request.v[k].id), qty_text(rs->a, r->request.v[k].q));
+    fprintf(out, "\n");
+    if (r->group < 0)
+        return;
+    const rgroup *g = &rs->groups[r->group];
+    fprintf(out, "\nRuntime Pods of runtime %s in namespace %s (%u):\n", g->runtime, g->ns, g->npods);
+    if (!g->npods)
+        fprintf(out, "  none: label Pods runtime=%s in namespace %s\n", g->runtime, g->ns);
+    /* For a Pending Run: the projected load on each Pod that would take it, in score order. */
+    cand *cands = tly_xmalloc((g->npods + 1) * sizeof *cands);
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < g->npods; k++) {
+        const rpod *p = &rs->pods[g->pods[k]];
+        fprintf(out, "  %s: %s\n", p->res.pod->meta.name, tly_rpod_state_text(p->res.state));
+        for (uint32_t e = 0; e < p->cap.n; e++) {
+            const tly_rq *cap = &p->cap.v[e];
+            tly_qty used = tly_rvec_get(&p->used, cap->id), req = tly_rlist_get(&r->request, cap->id, NULL), proj;
+            char ratio[32];
+            tly_qty_add(used, req, &proj);
+            ratio_text(proj.nanos, cap->q.nanos, ratio, sizeof ratio);
+            fprintf(out, "      %-20s capacity %s, used %s, +%s => %s\n", tly_names_str(rs->names, cap->id),
+                    qfmt_buf(cap->q, a), qfmt_buf(used, b), qfmt_buf(req, c), ratio);
+        }
+        if (p->res.state != TLY_RPOD_AVAILABLE)
+            continue;
+        tly_frac max;
+        if (r->res.phase == TLY_RUN_PENDING && !fit_max(p, &r->request, &max)) {
+            for (uint32_t q = 0; q < r->request.n; q++) {
+                bool found;
+                tly_qty cap = tly_rlist_get(&p->cap, r->request.v[q].id, &found), tot;
+                tly_qty_add(tly_rvec_get(&p->used, r->request.v[q].id), r->request.v[q].q, &tot);
+                if (!found)
+                    fprintf(out, "      filtered: does not advertise %s\n", tly_names_str(rs->names, r->request.v[q].id));
+                else if (tly_qty_cmp(tot, cap) > 0)
+                    fprintf(out, "      filtered: no room for %s\n", tly_names_str(rs->names, r->request.v[q].id));
+            }
+            continue;
+        }
+        if (r->res.phase == TLY_RUN_PENDING) {
+            int af = affinity_filter(rs, i, p->res.pod);
+            if (af) {
+                fprintf(out, "      filtered: %s\n", af == 1 ? "required Run affinity" : "required Run anti-affinity");
+                continue;
+            }
+            cands[n].pod = g->pods[k];
+            cands[n++].max = max;
+        }
+    }
+    if (n > 1) {
+        /* The score order: choose() repeatedly over what is left. */
+        fprintf(out, "\nScore order (least loaded first):");
+        for (uint32_t left = n; left > 0; left--) {
+            uint32_t best = choose(rs, i, cands, left), at = 0;
+            for (uint32_t k = 0; k < left; k++)
+                if (cands[k].pod == best)
+                    at = k;
+            fprintf(out, " %s", rs->pods[best].res.pod->meta.name);
+            cands[at] = cands[left - 1];
+        }
+        fprintf(out, "\n");
+    }
+    free(cands);
+}

@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tally/podreq.h"
 #include "tally/queues.h"
@@ -55,5 +56,17 @@ uint32_t tly_podsched_npods(const tly_podsched *ps);
 const tly_ps_result *tly_podsched_pod(const tly_podsched *ps, uint32_t i);
 /* The queues with the run's usage. */
 tly_queues *tly_podsched_queues(tly_podsched *ps);
+/* Index of one of tally's pods by namespace and name, or -1. */
+int32_t tly_podsched_find(const tly_podsched *ps, const char *ns, const char *name);
+
+/*
+** For people (tally explain, the HTML report), after tly_podsched_run():
+** why pod i is where it is: its queue path with each queue's usage and
+** effective limits for what the pod is charged; for a pod not placed, why
+** each node refuses it now (grouped by reason) and what would have to change.
+*/
+void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out);
+/* A queue's subtree, usage against every limit, and which pods charge it. */
+void tly_podsched_explain_queue(tly_podsched *ps, uint32_t q, FILE *out);
 
 #endif

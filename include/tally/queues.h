@@ -47,11 +47,19 @@ typedef struct {
 } tly_qcharge;
 
 /* Outcome of a check. */
+/* Which bound a check hit (for explanations). */
+enum { TLY_QBOUND_LIMIT = 0, TLY_QBOUND_QUOTA = 1, TLY_QBOUND_ACCOUNTED = 2 };
+
 typedef struct {
     bool quiet;           /* in: skip formatting the message (a check per candidate node) */
     bool ok;
     const char *reason;   /* OverLimit, NonPreemptibleOverQuota, AccountedResourceNotFound, QueueDoesNotExist, NonLeafQueue */
     char *message;        /* owned by the queues' arena; NULL when quiet */
+    /* When a bound was hit (OverLimit / NonPreemptibleOverQuota): */
+    int32_t queue;        /* the queue that failed (leaf or ancestor) */
+    int bound;            /* TLY_QBOUND_* */
+    int dim;              /* TLY_QR_* for limit/quota, the AccountedResource index otherwise */
+    tly_qty used, bound_value, request;   /* usage (with reserved), the bound, the request */
 } tly_qverdict;
 
 tly_queues *tly_queues_create(tly_store *s);

@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tally/kruntimes.h"
 #include "tally/store.h"
@@ -106,6 +107,13 @@ const tly_rs_pod_result *tly_runsched_pod_at(tly_runsched *rs, uint32_t i);
 /* Index of a Run by namespace and name, or -1. */
 int32_t tly_runsched_find_run(const tly_runsched *rs, const char *ns, const char *name);
 int32_t tly_runsched_find_pod(const tly_runsched *rs, const char *ns, const char *name);
+/*
+** For people (tally explain, the HTML report): every Runtime Pod of Run i's
+** runtime with capacity, usage, the projected utilisation ratios for the
+** Run's request and the score order, or why each Pod was filtered.
+*/
+void tly_runsched_explain(tly_runsched *rs, uint32_t i, FILE *out);
+
 /* How many scheduling cycles ran (for tests of the wake-up rule). */
 uint64_t tly_runsched_cycles(const tly_runsched *rs);
 

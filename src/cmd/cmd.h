@@ -12,5 +12,7 @@ int tly_cmd_quantity(int argc, char **argv);
 int tly_cmd_validate(int argc, char **argv);
 int tly_cmd_simulate(int argc, char **argv);
 int tly_cmd_admit(int argc, char **argv);
+int tly_cmd_serve(int argc, char **argv);
+int tly_cmd_explain(int argc, char **argv);
 
 #endif

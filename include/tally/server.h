@@ -1,0 +1,91 @@
+/*
+** server.h: the HTTPS admission webhook of `tally serve` (contract section 7),
+** as a handle a test can run in-process.
+**
+** Lifetime: tly_server_create() (reads the certificate and key, no socket
+** yet), tly_server_set_state() at least once, tly_server_start() (binds,
+** starts the worker threads), then any number of tly_server_set_state(),
+** tly_server_state_failed() and tly_server_tick() calls from one control
+** thread, tly_server_stop() (graceful: stops accepting, lets requests in
+** flight finish, up to a grace period), tly_server_destroy().
+**
+** The state is a reference-counted handle: a request takes a reference to
+** the store that is current when its body is complete and decides against it
+** to the end, so a swap never changes a decision half-way and the old store
+** is freed by the last request that used it. Where a state comes from (files
+** re-read on SIGHUP now, a watch of the API server later) is the caller's
+** business: it builds a finished store and hands it over.
+**
+** Endpoints: POST /validate/pods-resize, /validate/queues,
+** /validate/accountedresources, /validate/runs (an admission.k8s.io/v1
+** AdmissionReview in, the response of admit.h out: the same answer as `tally
+** admit` for the same review and state, except that --reserve-upsizes also
+** counts the upsizes this server admitted and has not yet seen enacted);
+** GET /healthz (the process serves), /readyz (a state is loaded and the
+** server accepts), /metrics (metrics.h).
+*/
+#ifndef TALLY_SERVER_H
+#define TALLY_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tally/metrics.h"
+#include "tally/store.h"
+
+typedef enum { TLY_LOG_DEBUG = 0, TLY_LOG_INFO, TLY_LOG_WARN, TLY_LOG_ERROR } tly_log_level;
+
+/* Parses "debug", "info", "warn"/"warning", "error"; -1 if none. */
+int tly_log_level_parse(const char *s);
+
+/* Defaults of the limits (docs/serve.md). */
+#define TLY_SERVER_MAX_BODY (6u << 20)          /* two 1.5 MiB objects and the review around them */
+#define TLY_SERVER_CONNECTION_LIMIT 1024u
+#define TLY_SERVER_CONNECTION_TIMEOUT 120u      /* s of inactivity; above the API server's 90 s idle */
+#define TLY_SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+typedef struct {
+    const char *listen;          /* HOST:PORT, HOST may be empty (all addresses) or [v6]; port 0 picks one */
+    const char *tls_cert;        /* PEM certificate chain file, leaf first */
+    const char *tls_key;         /* PEM private key file */
+    int64_t reserve_upsizes_ms;  /* > 0: the reserve-upsizes mode with this timeout; 0: off */
+    int log_level;               /* a tly_log_level */
+    FILE *log;                   /* NULL: stderr */
+    size_t max_body;             /* 0: TLY_SERVER_MAX_BODY */
+    unsigned threads;            /* worker threads; 0: one per CPU, at most 8 */
+    unsigned connection_limit;   /* 0: TLY_SERVER_CONNECTION_LIMIT */
+    unsigned connection_timeout; /* s; 0: TLY_SERVER_CONNECTION_TIMEOUT */
+} tly_server_config;
+
+typedef struct tly_server tly_server;
+
+/* NULL with err set when the certificate or key cannot be used. */
+tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t errlen);
+void tly_server_destroy(tly_server *srv);
+
+/* Takes ownership of a finished store and serves it from the next request on. */
+void tly_server_set_state(tly_server *srv, tly_store *state);
+/* A reload that was refused: counted and logged; the served state stays. */
+void tly_server_state_failed(tly_server *srv, const char *why);
+
+/* Binds and starts serving; 0, or -1 with err set. */
+int tly_server_start(tly_server *srv, char *err, size_t errlen);
+/* The bound port (after start). */
+uint16_t tly_server_port(const tly_server *srv);
+/* Housekeeping, about once a second: certificate files, expired reservations. */
+void tly_server_tick(tly_server *srv);
+/* Stops accepting, waits up to grace_ms for requests in flight, then closes everything. */
+void tly_server_stop(tly_server *srv, unsigned grace_ms);
+
+tly_metrics *tly_server_metrics(tly_server *srv);
+
+/*
+** One structured log line (logfmt: ts=... level=... event=... key=value...)
+** when level is at or above the configured one. kv holds nkv key, value pairs.
+*/
+void tly_server_log(tly_server *srv, int level, const char *event, const char *const *kv,
+                    size_t nkv);
+
+#endif

@@ -1,0 +1,1744 @@
+/*
+** dra.c: Dynamic Resource Allocation for the pod placement engine (dra.h).
+**
+** What Kubernetes does, and what tally keeps of it
+** ------------------------------------------------
+** A pod names ResourceClaims (directly, or through a template from which a
+** private claim is made for it). kube-scheduler's DRA plugin allocates an
+** unallocated claim on the candidate node: for each request it picks devices
+** from the ResourceSlices published for that node, keeping only devices that
+** every selector of the request's DeviceClass and of the request accepts, and
+** that no other claim holds. An allocated claim fits only on the nodes that
+** can reach its devices. tally reproduces that decision for its own pods so
+** that the placement engine can tell "fits on node X with devices D" from
+** "does not fit here", and the AccountedResource charges can be computed from
+** the devices actually chosen, as the seed requires.
+**
+** Indexes (built once by tly_dra_create):
+**   - every device of every slice gets an index; a device is identified by
+**     (driver, pool, device) exactly as allocation results name it, and when
+**     two slices list the same identity the first in slice-name order wins;
+**   - per node, the device indices of the slices with that nodeName and of
+**     the allNodes slices, in (slice name, device name) order: the order in
+**     which devices are tried, so that the result is deterministic;
+**   - DeviceClasses by name, claims and templates by (namespace, name), each
+**     with its selectors compiled once;
+**   - `used` counts per device: the allocation results of the input's claims,
+**     then the devices committed in this run.
+** Slices that use a node selector (neither nodeName nor allNodes) are not
+** offered to any node: tally does not evaluate node selectors on slices.
+**
+** The CEL subset
+** --------------
+** Selectors are CEL programs over `device`. tally compiles a small, common
+** subset into a tree and evaluates it without floating point:
+**   device.driver == "x"   (and !=, and string ordering)
+**   device.attributes["domain"].name  OP  "str" | int | true | false
+**   device.attributes["domain"]["name"] (the same), a bare bool attribute
+**   device.capacity["domain"].name.compareTo(quantity("40Gi")) OP 0
+**   .isGreaterThan(quantity(..)) / .isLessThan(quantity(..))
+**   "name" in device.attributes["domain"] (and in device.capacity[...])
+**   && || ! and parentheses.
+** Anything else (other functions and macros, semver, uint or double
+** literals, string methods) is a compile error: the pod is reported as
+** UnsupportedConstraint with the expression quoted, never silently matched.
+** Attribute lookup follows Kubernetes: device.attributes["gpu.nvidia.com"].x
+** is the attribute `gpu.nvidia.com/x`, or the plain `x` of a device whose
+** driver is gpu.nvidia.com. Evaluation follows CEL's error rules (an error
+** absorbed by `false &&` or `true ||`); a missing attribute or a type
+** mismatch in an ordering is an error, and an error at the top means "no
+** match". (Kubernetes reports such a runtime error for the whole node; the
+** result, no allocation with that device, is the same in the common case.)
+** Equality across types is false (CEL's heterogeneous equality).
+**
+** Shared claims and charging once
+** -------------------------------
+** A claim referenced by name may be used by several pods. The seed wants it
+** used by one queue only, and its devices charged once to that queue. Each
+** named claim keeps a small list of (queue, users, charged) counts: users
+** come from reservedFor (pods of the input whose queue tally knows), the
+** claim's queue label, and commits; charged from commits whose choice
+** charged it. Counts rather than flags, so that tly_dra_undo() can take back
+** exactly what tly_dra_commit() added.
+*/
+#include "tally/dra.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strmap.h"
+#include "tally/arena.h"
+#include "tally/error.h"
+
+#define NONE UINT32_MAX
+
+/* ====================================================================== */
+/* CEL subset: compiler                                                   */
+/* ====================================================================== */
+
+/* Static types (CT_DYN: an attribute, whose type is known only per device). */
+enum { CT_BOOL, CT_INT, CT_STR, CT_QTY, CT_DYN, CT_MAP };
+
+enum {
+    CN_BOOL, CN_INT, CN_STR, CN_QTYLIT, /* literals */
+    CN_DRIVER, CN_ATTR, CN_CAP,         /* device.driver, attribute, capacity */
+    CN_ATTRMAP, CN_CAPMAP,              /* device.attributes["d"], only right of `in` */
+    CN_IN, CN_COMPARE_TO, CN_QGT, CN_QLT,
+    CN_CMP, CN_AND, CN_OR, CN_NOT
+};
+
+enum { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
+
+typedef struct cel cel;
+struct cel {
+    uint8_t kind, type, op;
+    bool b;
+    int64_t i;
+    const char *s;                 /* string literal, or the name for `in` */
+    const char *domain, *name;     /* attributes / capacity */
+    tly_qty q;
+    cel *l, *r;
+};
+
+typedef struct {
+    const char *src, *p;
+    tly_arena *a;
+    bool failed;
+    char err[200];
+    size_t errpos;
+} cparse;
+
+static cel *fail(cparse *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static cel *fail(cparse *ps, const char *fmt, ...)
+{
+    if (!ps->failed) {
+        ps->failed = true;
+        ps->errpos = (size_t)(ps->p - ps->src);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ps->err, sizeof ps->err, fmt, ap);
+        va_end(ap);
+    }
+    return NULL;
+}
+
+static cel *mk(cparse *ps, uint8_t kind, uint8_t type)
+{
+    cel *n = tly_arena_zalloc(ps->a, sizeof *n);
+    n->kind = kind;
+    n->type = type;
+    return n;
+}
+
+static void ws(cparse *ps)
+{
+    while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')
+        ps->p++;
+}
+
+static bool is_idstart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static bool is_idchar(char c) { return is_idstart(c) || (c >= '0' && c <= '9'); }
+
+/* Consumes punctuation `t` (after blanks) if it is next. */
+static bool accept(cparse *ps, const char *t)
+{
+    ws(ps);
+    size_t n = strlen(t);
+    if (strncmp(ps->p, t, n) != 0)
+        return false;
+    ps->p += n;
+    return true;
+}
+
+static bool expect(cparse *ps, const char *t)
+{
+    if (accept(ps, t))
+        return true;
+    if (*ps->p)
+        fail(ps, "expected '%s' before '%.12s'", t, ps->p);
+    else
+        fail(ps, "expected '%s' at the end", t);
+    return false;
+}
+
+/* An identifier into buf (truncated names are never valid here anyway). */
+static bool ident(cparse *ps, char *buf, size_t cap)
+{
+    ws(ps);
+    if (!is_idstart(*ps->p))
+        return false;
+    size_t n = 0;
+    while (is_idchar(*ps->p)) {
+        if (n + 1 < cap)
+            buf[n++] = *ps->p;
+        ps->p++;
+    }
+    buf[n] = '\0';
+    return true;
+}
+
+/* A "..." or '...' string literal with the simple escapes. */
+static const char *strlit(cparse *ps)
+{
+    ws(ps);
+    char q = *ps->p;
+    if (q != '"' && q != '\'')
+        return NULL;
+    if (ps->p[1] == q && ps->p[2] == q)
+        return fail(ps, "triple-quoted strings are not supported"), NULL;
+    const char *start = ++ps->p;
+    size_t cap = 1;
+    for (const char *t = start; *t && *t != q; t++)
+        cap++;
+    char *out = tly_arena_alloc(ps->a, cap), *o = out;
+    while (*ps->p && *ps->p != q) {
+        char c = *ps->p++;
+        if (c == '\\') {
+            char e = *ps->p++;
+            switch (e) {
+            case '\\': c = '\\'; break;
+            case '"': c = '"'; break;
+            case '\'': c = '\''; break;
+            case 'n': c = '\n'; break;
+            case 't': c = '\t'; break;
+            case 'r': c = '\r'; break;
+            default:
+                ps->p--;
+                return fail(ps, "unsupported escape in a string literal"), NULL;
+            }
+        }
+        *o++ = c;
+    }
+    if (*ps->p != q)
+        return fail(ps, "unterminated string literal"), NULL;
+    ps->p++;
+    *o = '\0';
+    return out;
+}
+
+static cel *p_or(cparse *ps);
+
+/* Decimal int literal; neg: a leading minus was consumed. */
+static cel *intlit(cparse *ps, bool neg)
+{
+    ws(ps);
+    if (ps->p[0] == '0' && (ps->p[1] == 'x' || ps->p[1] == 'X'))
+        return fail(ps, "hexadecimal literals are not supported");
+    uint64_t v = 0;
+    const char *start = ps->p;
+    while (*ps->p >= '0' && *ps->p <= '9') {
+        unsigned dgt = (unsigned)(*ps->p - '0');
+        if (v > (UINT64_C(9223372036854775808) - dgt) / 10)
+            return fail(ps, "integer literal out of range");
+        v = v * 10 + dgt;
+        ps->p++;
+    }
+    if (ps->p == start)
+        return fail(ps, "expected a number");
+    if (*ps->p == '.' || *ps->p == 'e' || *ps->p == 'E')
+        return fail(ps, "double literals are not supported");
+    if (*ps->p == 'u' || *ps->p == 'U')
+        return fail(ps, "unsigned literals are not supported");
+    if (!neg && v > (uint64_t)INT64_MAX)
+        return fail(ps, "integer literal out of range");
+    cel *n = mk(ps, CN_INT, CT_INT);
+    n->i = neg ? (v == UINT64_C(9223372036854775808) ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+    return n;
+}
+
+/* quantity("...") after the identifier. */
+static cel *qtylit(cparse *ps)
+{
+    if (!expect(ps, "("))
+        return NULL;
+    const char *s = strlit(ps);
+    if (!s)
+        return ps->failed ? NULL : fail(ps, "quantity() takes a string literal");
+    cel *n = mk(ps, CN_QTYLIT, CT_QTY);
+    if (tly_qty_parse_str(s, &n->q) != TLY_OK)
+        return fail(ps, "quantity(\"%s\") is not a valid quantity", s);
+    if (!expect(ps, ")"))
+        return NULL;
+    return n;
+}
+
+/* device.<...> after `device`. */
+static cel *p_device(cparse *ps)
+{
+    char id[40];
+    if (!expect(ps, "."))
+        return NULL;
+    if (!ident(ps, id, sizeof id))
+        return fail(ps, "expected a field of device");
+    if (strcmp(id, "driver") == 0)
+        return mk(ps, CN_DRIVER, CT_STR);
+    bool attr = strcmp(id, "attributes") == 0;
+    if (!attr && strcmp(id, "capacity") != 0)
+        return fail(ps, "device.%s is not supported (only driver, attributes, capacity)", id);
+    if (!expect(ps, "["))
+        return NULL;
+    const char *domain = strlit(ps);
+    if (!domain)
+        return ps->failed ? NULL : fail(ps, "expected a quoted domain in device.%s[...]", id);
+    if (!expect(ps, "]"))
+        return NULL;
+    const char *name = NULL;
+    const char *save = ps->p;
+    if (accept(ps, "[")) {
+        name = strlit(ps);
+        if (!name)
+            return ps->failed ? NULL : fail(ps, "expected a quoted name");
+        if (!expect(ps, "]"))
+            return NULL;
+    } else if (accept(ps, ".")) {
+        char nm[80];
+        if (!ident(ps, nm, sizeof nm))
+            return fail(ps, "expected a name after device.%s[\"%s\"].", id, domain);
+        ws(ps);
+        if (*ps->p == '(')
+            return fail(ps, "function %s() on device.%s is not supported", nm, id);
+        name = tly_arena_strdup(ps->a, nm);
+    } else {
+        ps->p = save;
+    }
+    cel *n;
+    if (!name) {
+        n = mk(ps, attr ? CN_ATTRMAP : CN_CAPMAP, CT_MAP);
+    } else {
+        n = mk(ps, attr ? CN_ATTR : CN_CAP, attr ? CT_DYN : CT_QTY);
+        n->name = name;
+    }
+    n->domain = domain;
+    return n;
+}
+
+static cel *p_primary(cparse *ps)
+{
+    ws(ps);
+    char c = *ps->p;
+    if (c == '(') {
+        ps->p++;
+        cel *e = p_or(ps);
+        if (!e || !expect(ps, ")"))
+            return NULL;
+        return e;
+    }
+    if (c == '"' || c == '\'') {
+        const char *s = strlit(ps);
+        if (!s)
+            return NULL;
+        cel *n = mk(ps, CN_STR, CT_STR);
+        n->s = s;
+        return n;
+    }
+    if (c >= '0' && c <= '9')
+        return intlit(ps, false);
+    char id[40];
+    if (ident(ps, id, sizeof id)) {
+        if (strcmp(id, "true") == 0 || strcmp(id, "false") == 0) {
+            cel *n = mk(ps, CN_BOOL, CT_BOOL);
+            n->b = id[0] == 't';
+            return n;
+        }
+        if (strcmp(id, "device") == 0)
+            return p_device(ps);
+        if (strcmp(id, "quantity") == 0)
+            return qtylit(ps);
+        return fail(ps, "'%s' is not supported", id);
+    }
+    if (!c)
+        return fail(ps, "unexpected end of expression");
+    return fail(ps, "unexpected '%c'", c);
+}
+
+/* Method calls on quantities: compareTo, isGreaterThan, isLessThan. */
+static cel *p_postfix(cparse *ps)
+{
+    cel *n = p_primary(ps);
+    while (n) {
+        const char *save = ps->p;
+        if (!accept(ps, ".")) {
+            ws(ps);
+            if (*ps->p == '[')
+                return fail(ps, "indexing is only supported on device.attributes and device.capacity");
+            return n;
+        }
+        char m[40];
+        if (!ident(ps, m, sizeof m)) {
+            ps->p = save;
+            return fail(ps, "expected a method name");
+        }
+        bool cmp = strcmp(m, "compareTo") == 0, gt = strcmp(m, "isGreaterThan") == 0,
+             lt = strcmp(m, "isLessThan") == 0;
+        if (!(cmp || gt || lt) || n->type != CT_QTY)
+            return fail(ps, "method %s() is not supported here", m);
+        if (!expect(ps, "("))
+            return NULL;
+        cel *arg = p_or(ps);
+        if (!arg)
+            return NULL;
+        if (arg->type != CT_QTY)
+            return fail(ps, "%s() takes a quantity", m);
+        if (!expect(ps, ")"))
+            return NULL;
+        cel *call = mk(ps, cmp ? CN_COMPARE_TO : gt ? CN_QGT : CN_QLT, cmp ? CT_INT : CT_BOOL);
+        call->l = n;
+        call->r = arg;
+        n = call;
+    }
+    return NULL;
+}
+
+static bool boolish(const cel *n) { return n->type == CT_BOOL || n->type == CT_DYN; }
+
+static cel *p_unary(cparse *ps)
+{
+    ws(ps);
+    if (ps->p[0] == '!' && ps->p[1] != '=') {
+        ps->p++;
+        cel *x = p_unary(ps);
+        if (!x)
+            return NULL;
+        if (!boolish(x))
+            return fail(ps, "'!' needs a boolean");
+        cel *n = mk(ps, CN_NOT, CT_BOOL);
+        n->l = x;
+        return n;
+    }
+    if (ps->p[0] == '-') {
+        ps->p++;
+        ws(ps);
+        if (*ps->p >= '0' && *ps->p <= '9')
+            return intlit(ps, true);
+        return fail(ps, "unary minus is only supported on integer literals");
+    }
+    return p_postfix(ps);
+}
+
+static const char *tname(int t)
+{
+    static const char *const n[] = {"bool", "int", "string", "quantity", "attribute", "map"};
+    return n[t];
+}
+
+static cel *p_rel(cparse *ps)
+{
+    cel *l = p_unary(ps);
+    if (!l)
+        return NULL;
+    ws(ps);
+    static const struct { const char *t; uint8_t op; } ops[] = {
+        {"==", OP_EQ}, {"!=", OP_NE}, {"<=", OP_LE}, {">=", OP_GE}, {"<", OP_LT}, {">", OP_GT}};
+    int op = -1;
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        size_t len = strlen(ops[k].t);
+        if (strncmp(ps->p, ops[k].t, len) == 0) {
+            op = ops[k].op;
+            ps->p += len;
+            break;
+        }
+    }
+    if (op < 0) {
+        if (strncmp(ps->p, "in", 2) == 0 && !is_idchar(ps->p[2])) {
+            ps->p += 2;
+            cel *r = p_unary(ps);
+            if (!r)
+                return NULL;
+            if (l->kind != CN_STR || (r->kind != CN_ATTRMAP && r->kind != CN_CAPMAP))
+                return fail(ps, "'in' is only supported as \"name\" in device.attributes[\"domain\"]");
+            cel *n = mk(ps, CN_IN, CT_BOOL);
+            n->l = l;
+            n->r = r;
+            return n;
+        }
+        if (l->type == CT_MAP)
+            return fail(ps, "device.attributes[...] and device.capacity[...] need a name");
+        return l;
+    }
+    if (ps->p[0] == '=')
+        return fail(ps, "unexpected '='");
+    cel *r = p_unary(ps);
+    if (!r)
+        return NULL;
+    int lt = l->type, rt = r->type;
+    if (lt == CT_MAP || rt == CT_MAP)
+        return fail(ps, "device.attributes[...] and device.capacity[...] need a name");
+    if (lt == CT_QTY || rt == CT_QTY)
+        return fail(ps, "compare capacities with .compareTo(quantity(\"...\"))");
+    if (lt != CT_DYN && rt != CT_DYN && lt != rt)
+        return fail(ps, "cannot compare %s with %s", tname(lt), tname(rt));
+    if (op != OP_EQ && op != OP_NE && (lt == CT_BOOL || rt == CT_BOOL))
+        return fail(ps, "booleans have no order");
+    cel *n = mk(ps, CN_CMP, CT_BOOL);
+    n->op = (uint8_t)op;
+    n->l = l;
+    n->r = r;
+    return n;
+}
+
+static cel *p_and(cparse *ps)
+{
+    cel *l = p_rel(ps);
+    while (l && accept(ps, "&&")) {
+        cel *r = p_rel(ps);
+        if (!r)
+            return NULL;
+        if (!boolish(l) || !boolish(r))
+            return fail(ps, "'&&' needs booleans");
+        cel *n = mk(ps, CN_AND, CT_BOOL);
+        n->l = l;
+        n->r = r;
+        l = n;
+    }
+    return l;
+}
+
+static cel *p_or(cparse *ps)
+{
+    cel *l = p_and(ps);
+    while (l && accept(ps, "||")) {
+        cel *r = p_and(ps);
+        if (!r)
+            return NULL;
+        if (!boolish(l) || !boolish(r))
+            return fail(ps, "'||' needs booleans");
+        cel *n = mk(ps, CN_OR, CT_BOOL);
+        n->l = l;
+        n->r = r;
+        l = n;
+    }
+    return l;
+}
+
+/*
+** Compiles expr into arena a. On failure returns NULL and *err (in a) is
+** "unsupported CEL selector '<expr>': <detail> (column N)".
+*/
+static cel *cel_compile(tly_arena *a, const char *expr, const char **err)
+{
+    cparse ps = {.src = expr, .p = expr, .a = a};
+    cel *e = p_or(&ps);
+    if (e) {
+        ws(&ps);
+        if (*ps.p)
+            e = fail(&ps, "unexpected '%.12s'", ps.p);
+        else if (!boolish(e))
+            e = fail(&ps, "the expression is a %s, not a boolean", tname(e->type));
+    }
+    if (!e) {
+        *err = tly_arena_printf(a, "unsupported CEL selector '%s': %s (column %zu)", expr, ps.err,
+                                ps.errpos + 1);
+        return NULL;
+    }
+    *err = NULL;
+    return e;
+}
+
+/* ====================================================================== */
+/* CEL subset: evaluator                                                  */
+/* ====================================================================== */
+
+enum { V_ERR, V_BOOL, V_INT, V_STR, V_QTY, V_VER };
+
+typedef struct {
+    uint8_t t;
+    bool b;
+    int64_t i;
+    const char *s;
+    tly_qty q;
+} cval;
+
+/*
+** Kubernetes' name rule: `want` in `domain` is the qualified `domain/want`,
+** or the plain `want` on a device whose driver is the domain.
+*/
+static bool qualified_is(const char *have, const char *driver, const char *domain,
+                         const char *want)
+{
+    const char *slash = strchr(have, '/');
+    if (slash) {
+        size_t dl = strlen(domain);
+        return (size_t)(slash - have) == dl && memcmp(have, domain, dl) == 0 &&
+               strcmp(slash + 1, want) == 0;
+    }
+    return driver && strcmp(driver, domain) == 0 && strcmp(have, want) == 0;
+}
+
+static const tly_attr *find_attr(const tly_device *dev, const char *driver, const char *domain,
+                                 const char *name)
+{
+    for (uint32_t i = 0; dev && i < dev->nattrs; i++)
+        if (dev->attrs[i].name && qualified_is(dev->attrs[i].name, driver, domain, name))
+            return &dev->attrs[i];
+    return NULL;
+}
+
+static const tly_capacity *find_cap(const tly_device *dev, const char *driver,
+                                    const char *domain, const char *name)
+{
+    for (uint32_t i = 0; dev && i < dev->ncapacity; i++)
+        if (dev->capacity[i].name && qualified_is(dev->capacity[i].name, driver, domain, name))
+            return &dev->capacity[i];
+    return NULL;
+}
+
+/*
+** A name written either way (AccountedResource match names, capacityName):
+** equal as written, or equal once a plain name is qualified by the driver.
+*/
+static bool name_matches(const char *have, const char *want, const char *driver)
+{
+    if (strcmp(have, want) == 0)
+        return true;
+    const char *hs = strchr(have, '/'), *ws_ = strchr(want, '/');
+    if (hs && !ws_)
+        return driver && qualified_is(have, driver, driver, want);
+    if (!hs && ws_) {
+        size_t dl = (size_t)(ws_ - want);
+        return driver && strlen(driver) == dl && memcmp(driver, want, dl) == 0 &&
+               strcmp(have, ws_ + 1) == 0;
+    }
+    return false;
+}
+
+static cval v_err(void) { return (cval){.t = V_ERR}; }
+static cval v_bool(bool b) { return (cval){.t = V_BOOL, .b = b}; }
+
+static cval eval(const cel *n, const char *driver, const tly_device *dev)
+{
+    switch (n->kind) {
+    case CN_BOOL: return v_bool(n->b);
+    case CN_INT: return (cval){.t = V_INT, .i = n->i};
+    case CN_STR: return (cval){.t = V_STR, .s = n->s};
+    case CN_QTYLIT: return (cval){.t = V_QTY, .q = n->q};
+    case CN_DRIVER: return driver ? (cval){.t = V_STR, .s = driver} : v_err();
+    case CN_ATTR: {
+        const tly_attr *a = find_attr(dev, driver, n->domain, n->name);
+        if (!a)
+            return v_err();
+        switch (a->type) {
+        case TLY_ATTR_STRING: return (cval){.t = V_STR, .s = a->str ? a->str : ""};
+        case TLY_ATTR_INT: return (cval){.t = V_INT, .i = a->ival};
+        case TLY_ATTR_BOOL: return v_bool(a->bval);
+        default: return (cval){.t = V_VER, .s = a->str ? a->str : ""};
+        }
+    }
+    case CN_CAP: {
+        const tly_capacity *c = find_cap(dev, driver, n->domain, n->name);
+        return c ? (cval){.t = V_QTY, .q = c->value} : v_err();
+    }
+    case CN_IN: {
+        bool has = n->r->kind == CN_ATTRMAP ? find_attr(dev, driver, n->r->domain, n->l->s) != NULL
+                                            : find_cap(dev, driver, n->r->domain, n->l->s) != NULL;
+        return v_bool(has);
+    }
+    case CN_COMPARE_TO:
+    case CN_QGT:
+    case CN_QLT: {
+        cval l = eval(n->l, driver, dev), r = eval(n->r, driver, dev);
+        if (l.t != V_QTY || r.t != V_QTY)
+            return v_err();
+        int c = tly_qty_cmp(l.q, r.q);
+        if (n->kind == CN_COMPARE_TO)
+            return (cval){.t = V_INT, .i = c};
+        return v_bool(n->kind == CN_QGT ? c > 0 : c < 0);
+    }
+    case CN_CMP: {
+        cval l = eval(n->l, driver, dev), r = eval(n->r, driver, dev);
+        if (l.t == V_ERR || r.t == V_ERR)
+            return v_err();
+        if (l.t != r.t) {
+            /* Heterogeneous equality: different types are never equal; no order. */
+            if (n->op == OP_EQ || n->op == OP_NE)
+                return v_bool(n->op == OP_NE);
+            return v_err();
+        }
+        int c;
+        switch (l.t) {
+        case V_BOOL: c = (int)l.b - (int)r.b; break;
+        case V_INT: c = l.i < r.i ? -1 : l.i > r.i; break;
+        case V_STR: c = strcmp(l.s, r.s); break;
+        case V_VER:
+            /* Versions compare by equality of their text; semver order is not supported. */
+            if (n->op != OP_EQ && n->op != OP_NE)
+                return v_err();
+            c = strcmp(l.s, r.s);
+            break;
+        default: return v_err();
+        }
+        switch (n->op) {
+        case OP_EQ: return v_bool(c == 0);
+        case OP_NE: return v_bool(c != 0);
+        case OP_LT: return v_bool(c < 0);
+        case OP_LE: return v_bool(c <= 0);
+        case OP_GT: return v_bool(c > 0);
+        default: return v_bool(c >= 0);
+        }
+    }
+    case CN_AND:
+    case CN_OR: {
+        /* CEL's commutative error absorption: false && err = false, true || err = true. */
+        bool and_ = n->kind == CN_AND;
+        cval l = eval(n->l, driver, dev);
+        if (l.t == V_BOOL && l.b != and_)
+            return l;
+        cval r = eval(n->r, driver, dev);
+        if (r.t == V_BOOL && r.b != and_)
+            return r;
+        if (l.t != V_BOOL || r.t != V_BOOL)
+            return v_err();
+        return v_bool(and_);
+    }
+    case CN_NOT: {
+        cval x = eval(n->l, driver, dev);
+        return x.t == V_BOOL ? v_bool(!x.b) : v_err();
+    }
+    default: return v_err();
+    }
+}
+
+static bool cel_match(const cel *n, const char *driver, const tly_device *dev)
+{
+    cval v = eval(n, driver, dev);
+    return v.t == V_BOOL && v.b;
+}
+
+/* ====================================================================== */
+/* Indexes                                                                */
+/* ====================================================================== */
+
+/* A list of compiled selectors; err is the first one tally cannot compile. */
+typedef struct {
+    cel **sel;
+    uint32_t nsel;
+    const char *err;
+} dra_sels;
+
+typedef struct {
+    const tly_device_class *cls;
+    dra_sels sels;
+} dra_class;
+
+typedef struct {
+    const tly_claim_spec *spec;
+    dra_sels *reqs;                /* one per request */
+} dra_spec;
+
+typedef struct {
+    const char *queue;
+    uint32_t users, charged;
+} dra_qref;
+
+typedef struct {
+    const tly_resource_claim *claim;
+    dra_spec spec;
+    bool run_alloc;                /* allocated by a commit of this run */
+    const char *run_node;
+    tly_dra_dev *run_devs;         /* malloc'd */
+    uint32_t nrun_devs;
+    dra_qref *q;                   /* malloc'd */
+    uint32_t nq, capq;
+} dra_claim;
+
+typedef struct {
+    const tly_resource_slice *slice;
+    const tly_device *dev;
+    uint32_t used;                 /* claims holding it */
+    uint32_t pick;                 /* epoch of the try that chose it */
+} dra_devent;
+
+typedef struct {
+    const char *name;
+    uint32_t *devs;
+    uint32_t n, cap;
+} dra_nodeent;
+
+struct tly_dra {
+    tly_store *s;
+    tly_arena *a;
+    dra_devent *devs;
+    uint32_t ndevs;
+    tly_strmap devkey;             /* driver\x1fpool\x1fdevice -> index + 1 */
+    dra_nodeent *nodes;
+    uint32_t nnodes;
+    tly_strmap nodemap;            /* node name -> index + 1 */
+    uint32_t *alldevs;             /* allNodes devices, for nodes without slices */
+    uint32_t nall;
+    dra_class *classes;
+    uint32_t nclasses;
+    tly_strmap classmap;           /* name -> index + 1 */
+    dra_claim *claims;
+    uint32_t nclaims;
+    tly_strmap claimmap;           /* ns\x1fname -> index + 1 */
+    dra_spec *tmpls;
+    uint32_t ntmpls;
+    tly_strmap tmplmap;            /* ns\x1fname -> index + 1 */
+    tly_strmap genmap;             /* ns\x1fpod\x1fpodClaim -> claim index + 1 */
+    tly_strmap tnames;             /* ns\x1fpod\x1fpodClaim -> template claim name */
+    uint32_t epoch;
+};
+
+/* "a\x1fb[\x1fc]" into buf; 0 when it does not fit (no such key can exist then). */
+static size_t key3(char *buf, size_t cap, const char *x, const char *y, const char *z)
+{
+    int n = z ? snprintf(buf, cap, "%s\x1f%s\x1f%s", x ? x : "", y ? y : "", z)
+              : snprintf(buf, cap, "%s\x1f%s", x ? x : "", y ? y : "");
+    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+static uint32_t map_get(const tly_strmap *m, const char *x, const char *y, const char *z)
+{
+    char buf[1024];
+    size_t n = key3(buf, sizeof buf, x, y, z);
+    return n ? (uint32_t)(uintptr_t)tly_strmap_get(m, buf, n) : 0;
+}
+
+static void map_put(tly_dra *d, tly_strmap *m, const char *x, const char *y, const char *z,
+                    uint32_t idx1)
+{
+    char buf[1024];
+    size_t n = key3(buf, sizeof buf, x, y, z);
+    if (!n)
+        return;
+    const char *k = tly_arena_strndup(d->a, buf, n);
+    tly_strmap_put(m, k, n, (void *)(uintptr_t)idx1);
+}
+
+static void compile_sels(tly_dra *d, const char *const *exprs, uint32_t n, dra_sels *out)
+{
+    out->sel = n ? tly_arena_zalloc(d->a, n * sizeof *out->sel) : NULL;
+    out->nsel = n;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *err;
+        out->sel[i] = cel_compile(d->a, exprs[i], &err);
+        if (!out->sel[i] && !out->err)
+            out->err = err;
+    }
+}
+
+static void compile_spec(tly_dra *d, const tly_claim_spec *spec, dra_spec *out)
+{
+    out->spec = spec;
+    out->reqs = spec->nrequests ? tly_arena_zalloc(d->a, spec->nrequests * sizeof *out->reqs)
+                                : NULL;
+    for (uint32_t r = 0; r < spec->nrequests; r++)
+        compile_sels(d, spec->requests[r].selectors, spec->requests[r].nselectors, &out->reqs[r]);
+}
+
+static void node_push(dra_nodeent *ne, uint32_t gi)
+{
+    if (ne->n == ne->cap) {
+        ne->cap = ne->cap ? ne->cap * 2 : 16;
+        ne->devs = tly_xrealloc(ne->devs, ne->cap * sizeof *ne->devs);
+    }
+    ne->devs[ne->n++] = gi;
+}
+
+static int cmp_dev_name(const void *a, const void *b)
+{
+    const tly_device *x = *(const tly_device *const *)a, *y = *(const tly_device *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static dra_qref *qref(dra_claim *c, const char *queue, tly_dra *d)
+{
+    for (uint32_t i = 0; i < c->nq; i++)
+        if (strcmp(c->q[i].queue, queue) == 0)
+            return &c->q[i];
+    if (!d)
+        return NULL;
+    if (c->nq == c->capq) {
+        c->capq = c->capq ? c->capq * 2 : 2;
+        c->q = tly_xrealloc(c->q, c->capq * sizeof *c->q);
+    }
+    c->q[c->nq] = (dra_qref){tly_arena_strdup(d->a, queue), 0, 0};
+    return &c->q[c->nq++];
+}
+
+static void index_slices(tly_dra *d)
+{
+    uint32_t ns = tly_store_count(d->s, TLY_K_RESOURCE_SLICE), total = 0;
+    for (uint32_t i = 0; i < ns; i++) {
+        const tly_resource_slice *sl = tly_store_at(d->s, TLY_K_RESOURCE_SLICE, i);
+        total += sl->ndevices;
+        if (sl->node_name && !tly_strmap_get(&d->nodemap, sl->node_name, strlen(sl->node_name))) {
+            d->nodes = tly_xrealloc(d->nodes, (d->nnodes + 1) * sizeof *d->nodes);
+            d->nodes[d->nnodes] = (dra_nodeent){.name = sl->node_name};
+            d->nnodes++;
+            tly_strmap_put(&d->nodemap, sl->node_name, strlen(sl->node_name),
+                           (void *)(uintptr_t)d->nnodes);
+        }
+    }
+    d->devs = tly_xcalloc(total ? total : 1, sizeof *d->devs);
+    d->alldevs = tly_xcalloc(total ? total : 1, sizeof *d->alldevs);
+    const tly_device **sorted = tly_xcalloc(1, sizeof *sorted);
+    for (uint32_t i = 0; i < ns; i++) {
+        const tly_resource_slice *sl = tly_store_at(d->s, TLY_K_RESOURCE_SLICE, i);
+        if (!sl->driver || !sl->pool || sl->ndevices == 0)
+            continue;
+        sorted = tly_xrealloc(sorted, sl->ndevices * sizeof *sorted);
+        for (uint32_t k = 0; k < sl->ndevices; k++)
+            sorted[k] = &sl->devices[k];
+        qsort(sorted, sl->ndevices, sizeof *sorted, cmp_dev_name);
+        dra_nodeent *ne = NULL;
+        if (sl->node_name)
+            ne = &d->nodes[(uintptr_t)tly_strmap_get(&d->nodemap, sl->node_name,
+                                                     strlen(sl->node_name)) - 1];
+        for (uint32_t k = 0; k < sl->ndevices; k++) {
+            const tly_device *dv = sorted[k];
+            if (!dv->name || map_get(&d->devkey, sl->driver, sl->pool, dv->name))
+                continue;  /* the same device in an earlier slice wins */
+            uint32_t gi = d->ndevs++;
+            d->devs[gi] = (dra_devent){.slice = sl, .dev = dv};
+            map_put(d, &d->devkey, sl->driver, sl->pool, dv->name, gi + 1);
+            if (ne) {
+                node_push(ne, gi);
+            } else if (sl->all_nodes) {
+                d->alldevs[d->nall++] = gi;
+                for (uint32_t j = 0; j < d->nnodes; j++)
+                    node_push(&d->nodes[j], gi);
+            }
+        }
+    }
+    free(sorted);
+}
+
+/* The device index of an allocation result, or NONE. */
+static uint32_t result_dev(const tly_dra *d, const char *driver, const char *pool,
+                           const char *device)
+{
+    uint32_t v = map_get(&d->devkey, driver, pool, device);
+    return v ? v - 1 : NONE;
+}
+
+static const char *const POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name";
+
+static void index_claims(tly_dra *d)
+{
+    d->nclaims = tly_store_count(d->s, TLY_K_RESOURCE_CLAIM);
+    d->claims = tly_xcalloc(d->nclaims ? d->nclaims : 1, sizeof *d->claims);
+    const char *label_key = tly_store_queue_label_key(d->s);
+    for (uint32_t i = 0; i < d->nclaims; i++) {
+        const tly_resource_claim *c = tly_store_at(d->s, TLY_K_RESOURCE_CLAIM, i);
+        dra_claim *st = &d->claims[i];
+        st->claim = c;
+        compile_spec(d, &c->spec, &st->spec);
+        map_put(d, &d->claimmap, c->meta.ns, c->meta.name, NULL, i + 1);
+        if (c->allocated)
+            for (uint32_t r = 0; r < c->nresults; r++) {
+                uint32_t gi = result_dev(d, c->results[r].driver, c->results[r].pool,
+                                         c->results[r].device);
+                if (gi != NONE)
+                    d->devs[gi].used++;
+            }
+        /* Users known from the input: the queue label (KAI's shared-claim rule) and reservedFor. */
+        const char *lq = tly_kvs_get(&c->meta.labels, label_key);
+        if (lq && *lq)
+            qref(st, lq, d)->users++;
+        const char *pcn = tly_kvs_get(&c->meta.annotations, POD_CLAIM_NAME);
+        for (uint32_t r = 0; r < c->nreserved_for; r++) {
+            const tly_consumer_ref *cr = &c->reserved_for[r];
+            if (!cr->resource || strcmp(cr->resource, "pods") != 0)
+                continue;
+            if (pcn)
+                map_put(d, &d->genmap, c->meta.ns, cr->name, pcn, i + 1);
+            const tly_pod *p = tly_store_find(d->s, TLY_K_POD, c->meta.ns, cr->name);
+            if (p && tly_store_is_tally_pod(d->s, p))
+                qref(st, tly_store_pod_queue(d->s, p, NULL), d)->users++;
+        }
+    }
+    d->ntmpls = tly_store_count(d->s, TLY_K_RESOURCE_CLAIM_TEMPLATE);
+    d->tmpls = tly_xcalloc(d->ntmpls ? d->ntmpls : 1, sizeof *d->tmpls);
+    for (uint32_t i = 0; i < d->ntmpls; i++) {
+        const tly_claim_template *t = tly_store_at(d->s, TLY_K_RESOURCE_CLAIM_TEMPLATE, i);
+        compile_spec(d, &t->spec, &d->tmpls[i]);
+        map_put(d, &d->tmplmap, t->meta.ns, t->meta.name, NULL, i + 1);
+    }
+}
+
+tly_dra *tly_dra_create(tly_store *s)
+{
+    tly_dra *d = tly_xcalloc(1, sizeof *d);
+    d->s = s;
+    d->a = tly_arena_create(1 << 16);
+    tly_strmap_init(&d->devkey);
+    tly_strmap_init(&d->nodemap);
+    tly_strmap_init(&d->classmap);
+    tly_strmap_init(&d->claimmap);
+    tly_strmap_init(&d->tmplmap);
+    tly_strmap_init(&d->genmap);
+    tly_strmap_init(&d->tnames);
+    index_slices(d);
+
+    d->nclasses = tly_store_count(s, TLY_K_DEVICE_CLASS);
+    d->classes = tly_xcalloc(d->nclasses ? d->nclasses : 1, sizeof *d->classes);
+    for (uint32_t i = 0; i < d->nclasses; i++) {
+        const tly_device_class *dc = tly_store_at(s, TLY_K_DEVICE_CLASS, i);
+        d->classes[i].cls = dc;
+        compile_sels(d, dc->selectors, dc->nselectors, &d->classes[i].sels);
+        tly_strmap_put(&d->classmap, dc->meta.name, strlen(dc->meta.name),
+                       (void *)(uintptr_t)(i + 1));
+    }
+    index_claims(d);
+    return d;
+}
+
+void tly_dra_destroy(tly_dra *d)
+{
+    if (!d)
+        return;
+    for (uint32_t i = 0; i < d->nnodes; i++)
+        free(d->nodes[i].devs);
+    free(d->nodes);
+    for (uint32_t i = 0; i < d->nclaims; i++) {
+        free(d->claims[i].run_devs);
+        free(d->claims[i].q);
+    }
+    free(d->claims);
+    free(d->tmpls);
+    free(d->classes);
+    free(d->devs);
+    free(d->alldevs);
+    tly_strmap_free(&d->devkey);
+    tly_strmap_free(&d->nodemap);
+    tly_strmap_free(&d->classmap);
+    tly_strmap_free(&d->claimmap);
+    tly_strmap_free(&d->tmplmap);
+    tly_strmap_free(&d->genmap);
+    tly_strmap_free(&d->tnames);
+    tly_arena_destroy(d->a);
+    free(d);
+}
+
+/* ====================================================================== */
+/* Choices                                                                */
+/* ====================================================================== */
+
+void tly_dra_choice_init(tly_dra_choice *c) { memset(c, 0, sizeof *c); }
+
+void tly_dra_choice_free(tly_dra_choice *c)
+{
+    free(c->claims);
+    free(c->devs);
+    memset(c, 0, sizeof *c);
+}
+
+void tly_dra_choice_copy(tly_dra_choice *dst, const tly_dra_choice *src)
+{
+    if (dst == src)
+        return;
+    tly_dra_claim_choice *claims = dst->claims;
+    tly_dra_dev *devs = dst->devs;
+    uint32_t cc = dst->cap_claims, cd = dst->cap_devs;
+    if (cc < src->nclaims) {
+        cc = src->nclaims;
+        claims = tly_xrealloc(claims, cc * sizeof *claims);
+    }
+    if (cd < src->ndevs) {
+        cd = src->ndevs;
+        devs = tly_xrealloc(devs, cd * sizeof *devs);
+    }
+    *dst = *src;
+    dst->claims = claims;
+    dst->devs = devs;
+    dst->cap_claims = cc;
+    dst->cap_devs = cd;
+    if (src->nclaims)
+        memcpy(claims, src->claims, src->nclaims * sizeof *claims);
+    if (src->ndevs)
+        memcpy(devs, src->devs, src->ndevs * sizeof *devs);
+}
+
+static tly_dra_claim_choice *add_claim(tly_dra_choice *c)
+{
+    if (c->nclaims == c->cap_claims) {
+        c->cap_claims = c->cap_claims ? c->cap_claims * 2 : 4;
+        c->claims = tly_xrealloc(c->claims, c->cap_claims * sizeof *c->claims);
+    }
+    tly_dra_claim_choice *e = &c->claims[c->nclaims++];
+    memset(e, 0, sizeof *e);
+    e->state = NONE;
+    e->first = c->ndevs;
+    return e;
+}
+
+static void add_dev(tly_dra_choice *c, tly_dra_claim_choice *e, const tly_dra_dev *dv)
+{
+    if (c->ndevs == c->cap_devs) {
+        c->cap_devs = c->cap_devs ? c->cap_devs * 2 : 8;
+        c->devs = tly_xrealloc(c->devs, c->cap_devs * sizeof *c->devs);
+    }
+    c->devs[c->ndevs++] = *dv;
+    e->ndevs++;
+}
+
+/* The deviceClassName of the request an allocation result names ("req" or "req/sub"). */
+static const char *result_class(const tly_claim_spec *spec, const char *request)
+{
+    if (!request)
+        return NULL;
+    size_t len = strcspn(request, "/");
+    for (uint32_t r = 0; r < spec->nrequests; r++) {
+        const char *n = spec->requests[r].name;
+        if (n && strlen(n) == len && memcmp(n, request, len) == 0)
+            return spec->requests[r].device_class;
+    }
+    return NULL;
+}
+
+static int whyf(tly_dra_choice *c, const char **why, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int whyf(tly_dra_choice *c, const char **why, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    va_end(ap);
+    if (why)
+        *why = c->why;
+    return rc;
+}
+
+/* Whether the slice of device gi is published for `node`. */
+static bool dev_on_node(const tly_dra *d, uint32_t gi, const char *node)
+{
+    const tly_resource_slice *sl = d->devs[gi].slice;
+    if (sl->all_nodes)
+        return true;
+    if (sl->node_name)
+        return node && strcmp(sl->node_name, node) == 0;
+    return true;  /* a node-selector slice: not evaluated, no constraint */
+}
+
+static const dra_class *find_class(const tly_dra *d, const char *name)
+{
+    uintptr_t v = name ? (uintptr_t)tly_strmap_get(&d->classmap, name, strlen(name)) : 0;
+    return v ? &d->classes[v - 1] : NULL;
+}
+
+static bool sels_match(const dra_sels *s, const char *driver, const tly_device *dev)
+{
+    for (uint32_t i = 0; i < s->nsel; i++)
+        if (!s->sel[i] || !cel_match(s->sel[i], driver, dev))
+            return false;
+    return true;
+}
+
+/*
+** Node-independent checks of a claim that tally must allocate: -1 with *why
+** when unsupported; a missing DeviceClass sets *missing and, for the first
+** one, writes the reason into miss.
+*/
+static int check_spec(tly_dra *d, const tly_dra_claim_choice *e, const dra_spec *ds,
+                      tly_dra_choice *c, const char **why, bool *missing, char *miss, size_t cap)
+{
+    for (uint32_t r = 0; r < ds->spec->nrequests; r++) {
+        const tly_device_request *rq = &ds->spec->requests[r];
+        if (rq->first_available)
+            return whyf(c, why, -1,
+                        "ResourceClaim %s/%s request %s uses firstAvailable, which tally does not "
+                        "evaluate",
+                        e->ns, e->name, rq->name ? rq->name : "?");
+        if (ds->reqs[r].err)
+            return whyf(c, why, -1, "ResourceClaim %s/%s request %s: %s", e->ns, e->name,
+                        rq->name ? rq->name : "?", ds->reqs[r].err);
+        const dra_class *cl = find_class(d, rq->device_class);
+        if (!cl) {
+            if (!*missing)
+                snprintf(miss, cap, "DeviceClass %s of ResourceClaim %s/%s does not exist",
+                         rq->device_class ? rq->device_class : "?", e->ns, e->name);
+            *missing = true;
+        } else if (cl->sels.err) {
+            return whyf(c, why, -1, "DeviceClass %s: %s", rq->device_class, cl->sels.err);
+        }
+    }
+    return 1;
+}
+
+/* Chooses devices on `node` for every request of the claim entry e. */
+static int allocate(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds, const char *node,
+                    tly_dra_choice *c, const char **why)
+{
+    const uint32_t *list = d->alldevs;
+    uint32_t nlist = d->nall;
+    uintptr_t ni = node ? (uintptr_t)tly_strmap_get(&d->nodemap, node, strlen(node)) : 0;
+    if (ni) {
+        list = d->nodes[ni - 1].devs;
+        nlist = d->nodes[ni - 1].n;
+    }
+    for (uint32_t r = 0; r < ds->spec->nrequests; r++) {
+        const tly_device_request *rq = &ds->spec->requests[r];
+        const dra_class *cl = find_class(d, rq->device_class);
+        bool all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
+        int64_t need = all ? INT64_MAX : (rq->count > 0 ? rq->count : 1), got = 0;
+        for (uint32_t k = 0; k < nlist && got < need; k++) {
+            uint32_t gi = list[k];
+            dra_devent *de = &d->devs[gi];
+            bool busy = de->used > 0 || de->pick == d->epoch;
+            if (busy && !all)
+                continue;
+            if (!sels_match(&cl->sels, de->slice->driver, de->dev) ||
+                !sels_match(&ds->reqs[r], de->slice->driver, de->dev))
+                continue;
+            if (busy)
+                return whyf(c, why, 0,
+                            "ResourceClaim %s/%s request %s wants all devices of class %s, but "
+                            "device %s/%s/%s is in use",
+                            e->ns, e->name, rq->name, rq->device_class, de->slice->driver,
+                            de->slice->pool, de->dev->name);
+            de->pick = d->epoch;
+            tly_dra_dev dv = {rq->name, rq->device_class, de->slice->driver, de->slice->pool,
+                              de->dev->name, de->dev, gi};
+            add_dev(c, e, &dv);
+            got++;
+        }
+        if (all ? got == 0 : got < need) {
+            if (all)
+                return whyf(c, why, 0,
+                            "insufficient devices of class %s (ResourceClaim %s/%s request %s "
+                            "wants all, none on node %s)",
+                            rq->device_class, e->ns, e->name, rq->name, node ? node : "?");
+            return whyf(c, why, 0,
+                        "insufficient devices of class %s (ResourceClaim %s/%s request %s needs "
+                        "%lld, %lld free on node %s)",
+                        rq->device_class, e->ns, e->name, rq->name, (long long)need,
+                        (long long)got, node ? node : "?");
+        }
+    }
+    return 1;
+}
+
+/* Adds the devices of an allocated claim; 0 when they are not on `node`. */
+static int take_allocated(tly_dra *d, tly_dra_claim_choice *e, const dra_claim *st,
+                          const char *node, tly_dra_choice *c, const char **why)
+{
+    if (!st->claim->allocated) {
+        /* Allocated by an earlier commit of this run. */
+        if (node && st->run_node && strcmp(st->run_node, node) != 0)
+            return whyf(c, why, 0, "ResourceClaim %s/%s is allocated on another node (%s)", e->ns,
+                        e->name, st->run_node);
+        for (uint32_t k = 0; k < st->nrun_devs; k++)
+            add_dev(c, e, &st->run_devs[k]);
+        return 1;
+    }
+    const tly_resource_claim *cl = st->claim;
+    for (uint32_t r = 0; r < cl->nresults; r++) {
+        const tly_device_result *res = &cl->results[r];
+        uint32_t gi = result_dev(d, res->driver, res->pool, res->device);
+        if (gi != NONE && !dev_on_node(d, gi, node))
+            return whyf(c, why, 0, "ResourceClaim %s/%s is allocated on another node (%s)",
+                        e->ns, e->name, d->devs[gi].slice->node_name);
+        tly_dra_dev dv = {res->request, result_class(&cl->spec, res->request), res->driver,
+                          res->pool, res->device, gi != NONE ? d->devs[gi].dev : NULL, gi};
+        add_dev(c, e, &dv);
+    }
+    return 1;
+}
+
+/*
+** "<pod>-<podClaimName>", the name tally gives a pod's template claim
+** (Kubernetes adds a random suffix). Cached: tly_dra_try() runs per node.
+*/
+static const char *template_claim_name(tly_dra *d, const tly_pod *p, const char *pc)
+{
+    char buf[1024];
+    size_t n = key3(buf, sizeof buf, p->meta.ns, p->meta.name, pc ? pc : "");
+    const char *name = n ? tly_strmap_get(&d->tnames, buf, n) : NULL;
+    if (name)
+        return name;
+    name = tly_arena_printf(d->a, "%s-%s", p->meta.name, pc ? pc : "");
+    if (n)
+        tly_strmap_put(&d->tnames, tly_arena_strndup(d->a, buf, n), n, (void *)name);
+    return name;
+}
+
+int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queue,
+                tly_dra_choice *out, const char **why)
+{
+    out->pod = p;
+    out->node = node;
+    out->queue = queue;
+    out->nclaims = 0;
+    out->ndevs = 0;
+    out->why[0] = '\0';
+    if (why)
+        *why = NULL;
+    if (!p || p->nclaims == 0)
+        return 1;
+    if (++d->epoch == 0) {
+        for (uint32_t i = 0; i < d->ndevs; i++)
+            d->devs[i].pick = 0;
+        d->epoch = 1;
+    }
+    const char *ns = p->meta.ns;
+
+    /* Pass 1: resolve every claim and reject what tally cannot evaluate, whatever the node. */
+    bool missing = false;
+    char miss[sizeof out->why];
+    for (uint32_t i = 0; i < p->nclaims; i++) {
+        const tly_pod_claim *pc = &p->claims[i];
+        if (!pc->claim_name && !pc->template_name)
+            continue;
+        tly_dra_claim_choice *e = add_claim(out);
+        e->ns = ns;
+        e->pod_claim = pc->name;
+        e->charge = true;
+        const dra_spec *ds = NULL;
+        uint32_t ci = 0;
+        if (pc->claim_name) {
+            e->name = pc->claim_name;
+            ci = map_get(&d->claimmap, ns, pc->claim_name, NULL);
+            if (!ci && !missing) {
+                missing = true;
+                snprintf(miss, sizeof miss, "ResourceClaim %s/%s does not exist", ns,
+                         pc->claim_name);
+            }
+        } else {
+            e->from_template = true;
+            e->name = template_claim_name(d, p, pc->name);
+            /* A bound pod's claim generated from the template, if the input has it. */
+            ci = map_get(&d->genmap, ns, p->meta.name, pc->name);
+            uint32_t ti = map_get(&d->tmplmap, ns, pc->template_name, NULL);
+            if (ti) {
+                e->tmpl = tly_store_at(d->s, TLY_K_RESOURCE_CLAIM_TEMPLATE, ti - 1);
+                ds = &d->tmpls[ti - 1];
+            } else if (!ci && !missing) {
+                missing = true;
+                snprintf(miss, sizeof miss, "ResourceClaimTemplate %s/%s does not exist", ns,
+                         pc->template_name);
+            }
+        }
+        if (ci) {
+            dra_claim *st = &d->claims[ci - 1];
+            e->state = ci - 1;
+            e->claim = st->claim;
+            e->name = st->claim->meta.name;
+            ds = &st->spec;
+            e->preallocated = st->claim->allocated || st->run_alloc;
+            if (!e->from_template && queue) {
+                const dra_qref *q = qref(st, queue, NULL);
+                e->charge = !(q && q->charged > 0);
+            }
+        }
+        e->spec = ds ? ds->spec : NULL;
+        if (ds && !e->preallocated) {
+            int rc = check_spec(d, e, ds, out, why, &missing, miss, sizeof miss);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    if (missing)
+        return whyf(out, why, 0, "%s", miss);
+
+    /* Pass 2: devices on this node. */
+    for (uint32_t i = 0; i < out->nclaims; i++) {
+        tly_dra_claim_choice *e = &out->claims[i];
+        e->first = out->ndevs;
+        e->ndevs = 0;
+        int rc;
+        if (e->preallocated) {
+            rc = take_allocated(d, e, &d->claims[e->state], node, out, why);
+        } else {
+            const dra_spec *ds =
+                e->state != NONE
+                    ? &d->claims[e->state].spec
+                    : &d->tmpls[map_get(&d->tmplmap, e->tmpl->meta.ns, e->tmpl->meta.name, NULL) - 1];
+            rc = allocate(d, e, ds, node, out, why);
+        }
+        if (rc != 1)
+            return rc;
+    }
+    return 1;
+}
+
+void tly_dra_commit(tly_dra *d, const tly_dra_choice *c)
+{
+    for (uint32_t i = 0; i < c->nclaims; i++) {
+        const tly_dra_claim_choice *e = &c->claims[i];
+        if (!e->preallocated) {
+            for (uint32_t k = 0; k < e->ndevs; k++)
+                if (c->devs[e->first + k].index != NONE)
+                    d->devs[c->devs[e->first + k].index].used++;
+            if (e->state != NONE) {
+                dra_claim *st = &d->claims[e->state];
+                st->run_alloc = true;
+                st->run_node = c->node ? tly_arena_strdup(d->a, c->node) : NULL;
+                free(st->run_devs);
+                st->run_devs = tly_xcalloc(e->ndevs ? e->ndevs : 1, sizeof *st->run_devs);
+                if (e->ndevs)
+                    memcpy(st->run_devs, &c->devs[e->first], e->ndevs * sizeof *st->run_devs);
+                st->nrun_devs = e->ndevs;
+            }
+        }
+        if (e->state != NONE && !e->from_template && c->queue) {
+            dra_qref *q = qref(&d->claims[e->state], c->queue, d);
+            q->users++;
+            if (e->charge)
+                q->charged++;
+        }
+    }
+}
+
+void tly_dra_undo(tly_dra *d, const tly_dra_choice *c)
+{
+    for (uint32_t i = c->nclaims; i-- > 0;) {
+        const tly_dra_claim_choice *e = &c->claims[i];
+        if (e->state != NONE && !e->from_template && c->queue) {
+            dra_qref *q = qref(&d->claims[e->state], c->queue, NULL);
+            if (q) {
+                if (q->users)
+                    q->users--;
+                if (e->charge && q->charged)
+                    q->charged--;
+            }
+        }
+        if (!e->preallocated) {
+            for (uint32_t k = 0; k < e->ndevs; k++) {
+                uint32_t gi = c->devs[e->first + k].index;
+                if (gi != NONE && d->devs[gi].used)
+                    d->devs[gi].used--;
+            }
+            if (e->state != NONE) {
+                dra_claim *st = &d->claims[e->state];
+                st->run_alloc = false;
+                st->run_node = NULL;
+                free(st->run_devs);
+                st->run_devs = NULL;
+                st->nrun_devs = 0;
+            }
+        }
+    }
+}
+
+/* ====================================================================== */
+/* GPU count and charges                                                  */
+/* ====================================================================== */
+
+bool tly_dra_is_gpu_name(const char *name)
+{
+    if (!name)
+        return false;
+    for (const char *t = name; t[0] && t[1] && t[2]; t++)
+        if ((t[0] | 0x20) == 'g' && (t[1] | 0x20) == 'p' && (t[2] | 0x20) == 'u')
+            return true;
+    return false;
+}
+
+static bool dev_is_gpu(const tly_dra_dev *dv)
+{
+    return tly_dra_is_gpu_name(dv->device_class) || tly_dra_is_gpu_name(dv->driver);
+}
+
+uint32_t tly_dra_gpu_devices(const tly_dra_choice *c)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->nclaims; i++) {
+        const tly_dra_claim_choice *e = &c->claims[i];
+        for (uint32_t k = 0; e->charge && k < e->ndevs; k++)
+            n += dev_is_gpu(&c->devs[e->first + k]);
+    }
+    return n;
+}
+
+static tly_qty zero_qty(void) { return (tly_qty){0, TLY_QFMT_DECIMAL_SI}; }
+
+static void qadd(tly_qty *sum, tly_qty x)
+{
+    tly_qty r;
+    if (tly_qty_add(*sum, x, &r) == TLY_OK)
+        *sum = r;
+}
+
+static const tly_capacity *dev_capacity(const tly_dra_dev *dv, const char *name)
+{
+    for (uint32_t i = 0; dv->dev && i < dv->dev->ncapacity; i++)
+        if (dv->dev->capacity[i].name && name_matches(dv->dev->capacity[i].name, name, dv->driver))
+            return &dv->dev->capacity[i];
+    return NULL;
+}
+
+tly_qty tly_dra_gpu_memory(const tly_dra_choice *c)
+{
+    tly_qty sum = {0, TLY_QFMT_BINARY_SI};
+    for (uint32_t i = 0; i < c->nclaims; i++) {
+        const tly_dra_claim_choice *e = &c->claims[i];
+        for (uint32_t k = 0; e->charge && k < e->ndevs; k++) {
+            const tly_dra_dev *dv = &c->devs[e->first + k];
+            const tly_capacity *cap = dev_is_gpu(dv) ? dev_capacity(dv, "memory") : NULL;
+            if (cap)
+                qadd(&sum, cap->value);
+        }
+    }
+    return sum;
+}
+
+/* match.dra.deviceAttributes: every listed attribute present with an equal value. */
+static bool attrs_match(const tly_accsrc *src, const tly_dra_dev *dv)
+{
+    for (uint32_t i = 0; i < src->nmatch_attrs; i++) {
+        const tly_attr *want = &src->match_attrs[i], *have = NULL;
+        for (uint32_t k = 0; dv->dev && k < dv->dev->nattrs && !have; k++)
+            if (dv->dev->attrs[k].name && name_matches(dv->dev->attrs[k].name, want->name, dv->driver))
+                have = &dv->dev->attrs[k];
+        if (!have || have->type != want->type)
+            return false;
+        switch (want->type) {
+        case TLY_ATTR_INT:
+            if (have->ival != want->ival)
+                return false;
+            break;
+        case TLY_ATTR_BOOL:
+            if (have->bval != want->bval)
+                return false;
+            break;
+        default:
+            if (!have->str || !want->str || strcmp(have->str, want->str) != 0)
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool labels_match(const tly_kvs *want, const tly_k8s_node *n)
+{
+    for (uint32_t i = 0; i < want->n; i++) {
+        const char *v = n ? tly_kvs_get(&n->meta.labels, want->v[i].key) : NULL;
+        if (!v || strcmp(v, want->v[i].val) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* The multiplier of a unit: a Kubernetes suffix ("Mi"), else 1 (a word such as "percent"). */
+static tly_qty unit_multiplier(const char *unit)
+{
+    tly_qty one = tly_qty_from_int(1, TLY_QFMT_DECIMAL_SI), m;
+    if (!unit || !*unit || strlen(unit) > 8)
+        return one;
+    char buf[16];
+    snprintf(buf, sizeof buf, "1%s", unit);
+    return tly_qty_parse_str(buf, &m) == TLY_OK ? m : one;
+}
+
+/* a x b, rounded away from zero; false on overflow. */
+static bool qty_times(tly_qty a, tly_qty b, tly_qty *out)
+{
+    tly_i128 p;
+    if (__builtin_mul_overflow(a.nanos, b.nanos, &p)) {
+        if (b.nanos % 1000000000 != 0 || __builtin_mul_overflow(a.nanos, b.nanos / 1000000000, &p))
+            return false;
+        *out = (tly_qty){p, b.fmt};
+        return true;
+    }
+    tly_i128 r = p / 1000000000;
+    if (p % 1000000000)
+        r += p < 0 ? -1 : 1;
+    *out = (tly_qty){r, b.fmt};
+    return true;
+}
+
+static bool config_applies(const tly_opaque_config *oc, const char *driver, const char *request)
+{
+    if (!oc->driver || strcmp(oc->driver, driver) != 0)
+        return false;
+    if (oc->nrequests == 0)
+        return true;
+    size_t len = request ? strcspn(request, "/") : 0;
+    for (uint32_t i = 0; i < oc->nrequests; i++)
+        if (request && (strcmp(oc->requests[i], request) == 0 ||
+                        (strlen(oc->requests[i]) == len && memcmp(oc->requests[i], request, len) == 0)))
+            return true;
+    return false;
+}
+
+/*
+** The opaque config value at src's path for device dv of claim e: the last
+** applicable config wins (Kubernetes applies configs in order). Allocated
+** claims carry their effective config in the allocation; others their spec's.
+*/
+static const tly_node *opaque_value(const tly_dra_claim_choice *e, const tly_accsrc *src,
+                                    const tly_dra_dev *dv)
+{
+    const tly_opaque_config *cfg = NULL;
+    uint32_t n = 0;
+    if (e->claim && e->claim->allocated && e->claim->nalloc_config) {
+        cfg = e->claim->alloc_config;
+        n = e->claim->nalloc_config;
+    } else if (e->spec) {
+        cfg = e->spec->config;
+        n = e->spec->nconfig;
+    }
+    const tly_node *found = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!config_applies(&cfg[i], src->opaque_driver, dv->request) || !cfg[i].parameters)
+            continue;
+        const tly_node *v = tly_node_path(cfg[i].parameters, src->opaque_path);
+        if (v)
+            found = v;
+    }
+    return found;
+}
+
+void tly_dra_charges(const tly_dra *d, const tly_queues *qs, const tly_pod *p,
+                     const tly_dra_choice *c, tly_qty *out, const char **problem)
+{
+    if (problem)
+        *problem = NULL;
+    if (c->nclaims == 0)
+        return;
+    const tly_k8s_node *node = NULL;
+    bool node_looked = false;
+    for (uint32_t a = 0; a < tly_queues_naccres(qs); a++) {
+        if (tly_queues_accres_is_gpu_memory(qs, a))
+            continue;  /* reserved: tly_dra_gpu_memory() */
+        const tly_accres *ar = tly_queues_accres(qs, a);
+        tly_qty sum = out[a];
+        for (uint32_t s = 0; s < ar->nsources; s++) {
+            const tly_accsrc *src = &ar->sources[s];
+            if (src->kind != TLY_SRC_DRA || !src->device_class)
+                continue;
+            if (src->match_node_labels.n) {
+                if (!node_looked) {
+                    node = c->node ? tly_store_find(d->s, TLY_K_NODE, NULL, c->node) : NULL;
+                    node_looked = true;
+                }
+                if (!labels_match(&src->match_node_labels, node))
+                    continue;
+            }
+            for (uint32_t i = 0; i < c->nclaims; i++) {
+                const tly_dra_claim_choice *e = &c->claims[i];
+                for (uint32_t k = 0; e->charge && k < e->ndevs; k++) {
+                    const tly_dra_dev *dv = &c->devs[e->first + k];
+                    if (!dv->device_class || strcmp(dv->device_class, src->device_class) != 0 ||
+                        !attrs_match(src, dv))
+                        continue;
+                    tly_qty amount = zero_qty();
+                    if (src->qkind == TLY_QSRC_DRA_CAPACITY) {
+                        const tly_capacity *cap =
+                            src->capacity_name ? dev_capacity(dv, src->capacity_name) : NULL;
+                        if (cap)
+                            amount = cap->value;
+                    } else if (src->qkind == TLY_QSRC_DRA_OPAQUE) {
+                        if (!src->opaque_driver || !src->opaque_path ||
+                            strcmp(dv->driver, src->opaque_driver) != 0)
+                            continue;
+                        const tly_node *v = opaque_value(e, src, dv);
+                        if (!v)
+                            continue;  /* not configured: nothing to charge */
+                        tly_qty num;
+                        bool ok = tly_node_is_scalar(v) && v->len > 0 &&
+                                  tly_qty_parse_str(v->str, &num) == TLY_OK &&
+                                  tly_qty_sign(num) >= 0;
+                        /* The unit multiplies a plain number; a value with its own suffix is as written. */
+                        if (ok && v->str[v->len - 1] >= '0' && v->str[v->len - 1] <= '9')
+                            ok = qty_times(num, unit_multiplier(src->opaque_unit), &amount);
+                        else if (ok)
+                            amount = num;
+                        if (!ok) {
+                            if (problem)
+                                *problem = tly_arena_printf(
+                                    d->a,
+                                    "opaque config %s of ResourceClaim %s/%s (driver %s) is "
+                                    "\"%s\", not a non-negative number; AccountedResource %s "
+                                    "charges nothing for it",
+                                    src->opaque_path, e->ns, e->name, src->opaque_driver,
+                                    tly_node_is_scalar(v) ? v->str : tly_ntype_name(v->type),
+                                    ar->meta.name);
+                            continue;
+                        }
+                    } else {
+                        amount = tly_qty_from_int(1, TLY_QFMT_DECIMAL_SI);
+                    }
+                    qadd(&sum, amount);
+                }
+            }
+        }
+        out[a] = sum;
+    }
+    (void)p;
+}
+
+/* ====================================================================== */
+/* Shared claims                                                          */
+/* ====================================================================== */
+
+static dra_claim *claim_state(const tly_dra *d, const char *ns, const char *name)
+{
+    uint32_t ci = map_get(&d->claimmap, ns, name, NULL);
+    return ci ? &d->claims[ci - 1] : NULL;
+}
+
+bool tly_dra_claim_queue_check(tly_dra *d, const tly_pod *p, const char *queue, char **message)
+{
+    if (message)
+        *message = NULL;
+    for (uint32_t i = 0; p && queue && i < p->nclaims; i++) {
+        const tly_pod_claim *pc = &p->claims[i];
+        if (!pc->claim_name)
+            continue;  /* template claims are private to the pod */
+        dra_claim *st = claim_state(d, p->meta.ns, pc->claim_name);
+        for (uint32_t k = 0; st && k < st->nq; k++) {
+            if (st->q[k].users == 0 || strcmp(st->q[k].queue, queue) == 0)
+                continue;
+            if (message)
+                *message = tly_arena_printf(
+                    d->a, "ResourceClaim %s/%s is shared with queue %s; pods of queue %s cannot use it",
+                    p->meta.ns, pc->claim_name, st->q[k].queue, queue);
+            return false;
+        }
+    }
+    return true;
+}
+
+void tly_dra_claim_note_user(tly_dra *d, const char *ns, const char *name, const char *queue)
+{
+    dra_claim *st = queue ? claim_state(d, ns, name) : NULL;
+    if (st)
+        qref(st, queue, d)->users++;
+}
+
+bool tly_dra_claim_charged(const tly_dra *d, const char *ns, const char *name, const char *queue)
+{
+    dra_claim *st = queue ? claim_state(d, ns, name) : NULL;
+    const dra_qref *q = st ? qref(st, queue, NULL) : NULL;
+    return q && q->charged > 0;
+}
+
+void tly_dra_claim_mark_charged(tly_dra *d, const char *ns, const char *name, const char *queue)
+{
+    dra_claim *st = queue ? claim_state(d, ns, name) : NULL;
+    if (st)
+        qref(st, queue, d)->charged++;
+}
+
+/* ====================================================================== */
+/* Misc                                                                   */
+/* ====================================================================== */
+
+uint32_t tly_dra_node_gpu_devices(const tly_dra *d, const char *node)
+{
+    const uint32_t *list = d->alldevs;
+    uint32_t n = d->nall, gpus = 0;
+    uintptr_t ni = node ? (uintptr_t)tly_strmap_get(&d->nodemap, node, strlen(node)) : 0;
+    if (ni) {
+        list = d->nodes[ni - 1].devs;
+        n = d->nodes[ni - 1].n;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        gpus += tly_dra_is_gpu_name(d->devs[list[k]].slice->driver);
+    return gpus;
+}
+
+int tly_dra_cel_eval(tly_dra *d, const char *expr, const char *driver, const tly_device *dev,
+                     const char **why)
+{
+    const char *err;
+    cel *e = cel_compile(d->a, expr, &err);
+    if (why)
+        *why = err;
+    if (!e)
+        return -1;
+    return cel_match(e, driver, dev) ? 1 : 0;
+}

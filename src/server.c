@@ -1,0 +1,911 @@
+/*
+** server.c: the HTTPS admission webhook (server.h) on libmicrohttpd + GnuTLS.
+**
+** Why this shape:
+**  - libmicrohttpd runs a pool of worker threads, each with its own epoll
+**    loop over the shared listening socket (c-stack.md section 2 measured it
+**    the fastest HTTP/1.1 server of the candidates). Keep-alive is HTTP/1.1's
+**    default and MHD's; the API server reuses its connections.
+**  - The certificate is not handed to MHD as a fixed PEM: a GnuTLS
+**    certificate callback runs at every handshake and returns the current
+**    pair. At most once a second it looks at the files (mtime, inode, size:
+**    a Secret volume swaps a symlink, cert-manager rewrites in place) and
+**    loads a changed pair, after checking that the key belongs to the
+**    certificate; a half-written pair is refused and the old one stays.
+**    Established connections keep their session; nothing is dropped. A
+**    replaced pair is retired, not freed, because GnuTLS sessions made with
+**    it still point into it; retired pairs are freed with the server (one per
+**    rotation, a few KiB each).
+**  - The callback has no closure argument; MHD stores the connection as the
+**    GnuTLS session pointer, and the connection-start notification puts the
+**    server in the connection's socket context, where the callback finds it.
+**  - The state is a reference-counted store (server.h). A mutex guards only
+**    the pointer while a reference is taken; the decision itself runs with no
+**    lock (a finished store is read-only), except the upsize ledger's own
+**    lock in the reserve-upsizes mode, which makes decide-and-reserve one step.
+**  - Hostile input: the body is collected up to max_body; a Content-Length
+**    above it is answered 413 before the body is read, a chunked body that
+**    grows past it is read and dropped and then answered 413 (and the
+**    connection is cut if it goes on past four times the limit). A body that
+**    is not an AdmissionReview gets 400 with the reason. MHD bounds the
+**    connections and closes idle or slow ones (connection timeout).
+*/
+#include "tally/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+
+#include "tally/admit.h"
+#include "tally/error.h"
+#include "tally/upsize.h"
+
+#define MAX_CERTS 16
+
+/* One certificate chain and its key. */
+typedef struct creds {
+    gnutls_pcert_st pcert[MAX_CERTS];
+    unsigned npcert;
+    gnutls_privkey_t key;
+    struct creds *retired_next;
+} creds;
+
+/* What identifies a version of a file. */
+typedef struct {
+    bool ok;
+    struct timespec mtime;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+} file_id;
+
+typedef struct {
+    tly_store *store;
+    atomic_int refs;
+} state_ref;
+
+struct tly_server {
+    tly_server_config cfg;
+    char *listen, *cert_path, *key_path;
+    FILE *log;
+    tly_metrics *metrics;
+    tly_upsize *upsize;            /* NULL unless --reserve-upsizes */
+
+    pthread_mutex_t state_mu;
+    state_ref *state;
+
+    pthread_mutex_t tls_mu;
+    creds *creds;
+    creds *retired;
+    file_id cert_id, key_id;
+    int64_t tls_checked_ms;
+
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    uint16_t port;
+    atomic_bool accepting;
+    atomic_int in_flight;
+};
+
+/* One request being received. */
+typedef struct {
+    tly_endpoint ep;
+    char *body;
+    size_t len, cap;
+    size_t dropped;   /* bytes past the limit, read and dropped */
+    bool too_large;
+    bool counted;     /* in_flight was incremented */
+} request;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- logging ------------------------------------------------------------ */
+
+int tly_log_level_parse(const char *s)
+{
+    if (!strcmp(s, "debug"))
+        return TLY_LOG_DEBUG;
+    if (!strcmp(s, "info"))
+        return TLY_LOG_INFO;
+    if (!strcmp(s, "warn") || !strcmp(s, "warning"))
+        return TLY_LOG_WARN;
+    if (!strcmp(s, "error"))
+        return TLY_LOG_ERROR;
+    return -1;
+}
+
+static const char *const level_name[] = {"debug", "info", "warn", "error"};
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+} strbuf;
+
+static void sb_putc(strbuf *b, char c)
+{
+    if (b->len + 2 > b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 256;
+        b->s = tly_xrealloc(b->s, b->cap);
+    }
+    b->s[b->len++] = c;
+    b->s[b->len] = 0;
+}
+
+static void sb_puts(strbuf *b, const char *s)
+{
+    while (*s)
+        sb_putc(b, *s++);
+}
+
+/* logfmt value: bare when it is a plain token, else quoted with \" \\ \n escaped. */
+static void sb_value(strbuf *b, const char *v)
+{
+    bool bare = *v != 0;
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == '"' || *p == '=' || *p == '\\' || (unsigned char)*p >= 0x7f)
+            bare = false;
+    if (bare) {
+        sb_puts(b, v);
+        return;
+    }
+    sb_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            sb_putc(b, '\\');
+            sb_putc(b, (char)*p);
+        } else if (*p == '\n') {
+            sb_puts(b, "\\n");
+        } else if (*p < ' ' || *p == 0x7f) {
+            char hex[8];
+            snprintf(hex, sizeof hex, "\\x%02x", *p);
+            sb_puts(b, hex);
+        } else {
+            sb_putc(b, (char)*p);
+        }
+    }
+    sb_putc(b, '"');
+}
+
+void tly_server_log(tly_server *srv, int level, const char *event, const char *const *kv,
+                    size_t nkv)
+{
+    if (level < srv->cfg.log_level)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[64];
+    snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+    strbuf b = {0};
+    sb_puts(&b, "ts=");
+    sb_puts(&b, when);
+    sb_puts(&b, " level=");
+    sb_puts(&b, level_name[level < 0 ? 0 : level > 3 ? 3 : level]);
+    sb_puts(&b, " event=");
+    sb_value(&b, event);
+    for (size_t i = 0; i + 1 < nkv * 2; i += 2) {
+        if (!kv[i + 1])
+            continue;
+        sb_putc(&b, ' ');
+        sb_puts(&b, kv[i]);
+        sb_putc(&b, '=');
+        sb_value(&b, kv[i + 1]);
+    }
+    sb_putc(&b, '\n');
+    /* One fputs per line: stdio locks the stream per call, so lines never interleave. */
+    fputs(b.s, srv->log);
+    fflush(srv->log);
+    free(b.s);
+}
+
+/* A log line with one message field, formatted. */
+static void logf_msg(tly_server *srv, int level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void logf_msg(tly_server *srv, int level, const char *event, const char *fmt, ...)
+{
+    if (level < srv->cfg.log_level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        tly_oom();
+    va_end(ap);
+    const char *kv[] = {"msg", msg};
+    tly_server_log(srv, level, event, kv, 1);
+    free(msg);
+}
+
+/* MHD's own error messages, at warn. */
+static void mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+    tly_server *srv = cls;
+    if (TLY_LOG_WARN < srv->cfg.log_level)
+        return;
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        return;
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = 0;
+    const char *kv[] = {"msg", msg};
+    tly_server_log(srv, TLY_LOG_WARN, "httpd", kv, 1);
+    free(msg);
+}
+
+/* ---- TLS ---------------------------------------------------------------- */
+
+static file_id identify(const char *path)
+{
+    file_id id = {0};
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        id.ok = true;
+        id.mtime = st.st_mtim;
+        id.dev = st.st_dev;
+        id.ino = st.st_ino;
+        id.size = st.st_size;
+    }
+    return id;
+}
+
+static bool same_file(file_id a, file_id b)
+{
+    return a.ok == b.ok && a.mtime.tv_sec == b.mtime.tv_sec && a.mtime.tv_nsec == b.mtime.tv_nsec &&
+           a.dev == b.dev && a.ino == b.ino && a.size == b.size;
+}
+
+static void creds_free(creds *c)
+{
+    if (!c)
+        return;
+    for (unsigned i = 0; i < c->npcert; i++)
+        gnutls_pcert_deinit(&c->pcert[i]);
+    if (c->key)
+        gnutls_privkey_deinit(c->key);
+    free(c);
+}
+
+/* Loads and checks a pair; NULL with err set when it cannot be used. */
+static creds *creds_load(const char *cert, const char *key, char *err, size_t errlen)
+{
+    gnutls_datum_t cd = {NULL, 0}, kd = {NULL, 0};
+    creds *c = calloc(1, sizeof *c);
+    gnutls_pubkey_t pub = NULL;
+    int rc;
+    if (!c)
+        tly_oom();
+    if ((rc = gnutls_load_file(cert, &cd)) < 0) {
+        snprintf(err, errlen, "cannot read certificate %s: %s", cert, gnutls_strerror(rc));
+        goto fail;
+    }
+    if ((rc = gnutls_load_file(key, &kd)) < 0) {
+        snprintf(err, errlen, "cannot read key %s: %s", key, gnutls_strerror(rc));
+        goto fail;
+    }
+    c->npcert = MAX_CERTS;
+    rc = gnutls_pcert_list_import_x509_raw(c->pcert, &c->npcert, &cd, GNUTLS_X509_FMT_PEM, 0);
+    if (rc < 0 || c->npcert == 0) {
+        c->npcert = 0;
+        snprintf(err, errlen, "certificate %s: %s", cert, rc < 0 ? gnutls_strerror(rc) : "no certificate");
+        goto fail;
+    }
+    if ((rc = gnutls_privkey_init(&c->key)) < 0 ||
+        (rc = gnutls_privkey_import_x509_raw(c->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+        snprintf(err, errlen, "key %s: %s", key, gnutls_strerror(rc));
+        goto fail;
+    }
+    /* The key must belong to the leaf certificate, or every handshake would fail. */
+    unsigned char a[64], b[64];
+    size_t alen = sizeof a, blen = sizeof b;
+    if (gnutls_pubkey_init(&pub) < 0 || gnutls_pubkey_import_privkey(pub, c->key, 0, 0) < 0 ||
+        gnutls_pubkey_get_key_id(pub, GNUTLS_KEYID_USE_SHA256, a, &alen) < 0 ||
+        gnutls_pubkey_get_key_id(c->pcert[0].pubkey, GNUTLS_KEYID_USE_SHA256, b, &blen) < 0 ||
+        alen != blen || memcmp(a, b, alen) != 0) {
+        snprintf(err, errlen, "key %s does not match certificate %s", key, cert);
+        goto fail;
+    }
+    gnutls_pubkey_deinit(pub);
+    gnutls_free(cd.data);
+    gnutls_free(kd.data);
+    return c;
+fail:
+    if (pub)
+        gnutls_pubkey_deinit(pub);
+    gnutls_free(cd.data);
+    gnutls_free(kd.data);
+    creds_free(c);
+    return NULL;
+}
+
+/* Reloads the pair if the files changed; at most once a second unless forced. */
+static void tls_check(tly_server *srv, bool force)
+{
+    int64_t now = mono_ms();
+    pthread_mutex_lock(&srv->tls_mu);
+    if (!force && now - srv->tls_checked_ms < 1000) {
+        pthread_mutex_unlock(&srv->tls_mu);
+        return;
+    }
+    srv->tls_checked_ms = now;
+    file_id ci = identify(srv->cert_path), ki = identify(srv->key_path);
+    if (same_file(ci, srv->cert_id) && same_file(ki, srv->key_id)) {
+        pthread_mutex_unlock(&srv->tls_mu);
+        return;
+    }
+    char err[512];
+    creds *c = creds_load(srv->cert_path, srv->key_path, err, sizeof err);
+    /* Remember what was seen either way: a bad pair is not retried until the files change again. */
+    srv->cert_id = ci;
+    srv->key_id = ki;
+    if (c) {
+        srv->creds->retired_next = srv->retired;
+        srv->retired = srv->creds;
+        srv->creds = c;
+    }
+    pthread_mutex_unlock(&srv->tls_mu);
+    tly_metrics_tls_reload(srv->metrics, c != NULL);
+    if (c)
+        logf_msg(srv, TLY_LOG_INFO, "tls-reload", "certificate %s and key %s reloaded", srv->cert_path,
+                 srv->key_path);
+    else
+        logf_msg(srv, TLY_LOG_ERROR, "tls-reload-failed", "%s; the previous pair stays", err);
+}
+
+static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+                         const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                         gnutls_pcert_st **pcert, unsigned int *pcert_length,
+                         gnutls_privkey_t *privkey)
+{
+    (void)req_ca_dn;
+    (void)nreqs;
+    (void)pk_algos;
+    (void)pk_algos_length;
+    struct MHD_Connection *conn = gnutls_session_get_ptr(session);
+    const union MHD_ConnectionInfo *ci =
+        conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+    tly_server *srv = ci ? ci->socket_context : NULL;
+    if (!srv)
+        return -1;
+    tls_check(srv, false);
+    pthread_mutex_lock(&srv->tls_mu);
+    *pcert = srv->creds->pcert;
+    *pcert_length = srv->creds->npcert;
+    *privkey = srv->creds->key;
+    pthread_mutex_unlock(&srv->tls_mu);
+    return 0;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)conn;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        *socket_context = cls;
+}
+
+/* ---- state -------------------------------------------------------------- */
+
+static state_ref *state_acquire(tly_server *srv)
+{
+    pthread_mutex_lock(&srv->state_mu);
+    state_ref *r = srv->state;
+    if (r)
+        atomic_fetch_add(&r->refs, 1);
+    pthread_mutex_unlock(&srv->state_mu);
+    return r;
+}
+
+static void state_release(state_ref *r)
+{
+    if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+        tly_store_destroy(r->store);
+        free(r);
+    }
+}
+
+void tly_server_set_state(tly_server *srv, tly_store *state)
+{
+    state_ref *r = malloc(sizeof *r);
+    if (!r)
+        tly_oom();
+    r->store = state;
+    atomic_init(&r->refs, 1);
+    pthread_mutex_lock(&srv->state_mu);
+    state_ref *old = srv->state;
+    srv->state = r;
+    pthread_mutex_unlock(&srv->state_mu);
+    bool reload = old != NULL;
+    state_release(old);
+    tly_metrics_state(srv->metrics, state);
+    if (reload)
+        tly_metrics_state_reload(srv->metrics, true);
+    char counts[160];
+    snprintf(counts, sizeof counts, "%u", tly_store_count(state, TLY_K_POD));
+    char queues[32], nodes[32];
+    snprintf(queues, sizeof queues, "%u", tly_store_count(state, TLY_K_QUEUE));
+    snprintf(nodes, sizeof nodes, "%u", tly_store_count(state, TLY_K_NODE));
+    const char *kv[] = {"pods", counts, "queues", queues, "nodes", nodes};
+    tly_server_log(srv, TLY_LOG_INFO, reload ? "state-reloaded" : "state-loaded", kv, 3);
+    if (srv->upsize) {
+        tly_upsize_released rel;
+        tly_upsize_reconcile(srv->upsize, state, &rel);
+        tly_metrics_reservations(srv->metrics, tly_upsize_count(srv->upsize));
+        char f[5][24];
+        snprintf(f[0], sizeof f[0], "%zu", rel.enacted);
+        snprintf(f[1], sizeof f[1], "%zu", rel.reverted);
+        snprintf(f[2], sizeof f[2], "%zu", rel.infeasible);
+        snprintf(f[3], sizeof f[3], "%zu", rel.gone);
+        snprintf(f[4], sizeof f[4], "%zu", rel.expired);
+        const char *rk[] = {"enacted", f[0], "reverted", f[1], "infeasible", f[2],
+                            "gone",    f[3], "expired",  f[4]};
+        tly_server_log(srv, TLY_LOG_INFO, "reservations-reconciled", rk, 5);
+    }
+}
+
+void tly_server_state_failed(tly_server *srv, const char *why)
+{
+    tly_metrics_state_reload(srv->metrics, false);
+    logf_msg(srv, TLY_LOG_ERROR, "state-reload-failed", "%s; the previous state stays", why);
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                             char *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        tly_oom();
+    return reply(conn, status, "text/plain; charset=utf-8", s, (size_t)n);
+}
+
+static void log_rejected(tly_server *srv, const request *rq, unsigned status, const char *why)
+{
+    char st[16];
+    snprintf(st, sizeof st, "%u", status);
+    const char *kv[] = {"endpoint", tly_endpoint_name(rq->ep), "status", st, "msg", why};
+    tly_server_log(srv, TLY_LOG_WARN, "request-rejected", kv, 3);
+}
+
+/* The review is complete: decide it and answer. */
+static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, request *rq)
+{
+    uint64_t t0 = mono_ns();
+    state_ref *st = state_acquire(srv);
+    if (!st) {
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_ERROR, mono_ns() - t0);
+        log_rejected(srv, rq, 503, "no state loaded");
+        return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no state loaded yet\n");
+    }
+    tly_admit_result res;
+    char err[256];
+    const tly_resize_ledger *ledger = srv->upsize ? tly_upsize_ledger(srv->upsize) : NULL;
+    int rc = tly_admit_review_ledger(st->store, ledger, rq->body ? rq->body : "", rq->len, &res, err,
+                                     sizeof err);
+    state_release(st);
+    if (rc != 0) {
+        /* admit.h speaks of stdin; here it is the request body. */
+        const char *why = !strncmp(err, "stdin ", 6) ? err + 6 : err;
+        const char *subject = why != err ? "the request body " : "";
+        char msg[320];
+        snprintf(msg, sizeof msg, "%s%s", subject, why);
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_INVALID, mono_ns() - t0);
+        log_rejected(srv, rq, 400, msg);
+        return reply_text(conn, MHD_HTTP_BAD_REQUEST, "bad AdmissionReview: %s\n", msg);
+    }
+    char *out = NULL;
+    size_t outlen = 0;
+    FILE *f = open_memstream(&out, &outlen);
+    if (!f)
+        tly_oom();
+    tly_admit_write_response(f, &res, false);
+    fclose(f);
+    uint64_t dt = mono_ns() - t0;
+    tly_metrics_request(srv->metrics, rq->ep, res.allowed ? TLY_OUT_ALLOWED : TLY_OUT_DENIED, dt);
+    if (srv->upsize && res.kind && !strcmp(res.kind, "Pod"))
+        tly_metrics_reservations(srv->metrics, tly_upsize_count(srv->upsize));
+    if (TLY_LOG_INFO >= srv->cfg.log_level) {
+        char lat[32], nw[16];
+        snprintf(lat, sizeof lat, "%llu", (unsigned long long)(dt / 1000));
+        snprintf(nw, sizeof nw, "%zu", res.nwarnings);
+        const char *kv[] = {"endpoint", tly_endpoint_name(rq->ep),
+                            "uid",      res.uid,
+                            "kind",     res.kind ? res.kind : "-",
+                            "op",       res.operation ? res.operation : "-",
+                            "verdict",  res.allowed ? "allowed" : "denied",
+                            "dry_run",  res.dry_run ? "true" : "false",
+                            "latency_us", lat,
+                            "warnings", nw,
+                            "msg",      res.message};
+        tly_server_log(srv, TLY_LOG_INFO, "decision", kv, 9);
+    }
+    tly_admit_result_free(&res);
+    return reply(conn, MHD_HTTP_OK, "application/json", out, outlen);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    tly_server *srv = cls;
+    request *rq = *con_cls;
+    if (!rq) {
+        rq = calloc(1, sizeof *rq);
+        if (!rq)
+            return MHD_NO;
+        *con_cls = rq;
+        rq->ep = tly_endpoint_of_path(url);
+        rq->counted = true;
+        atomic_fetch_add(&srv->in_flight, 1);
+        bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+        bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+        if (rq->ep == TLY_EP_OTHER) {
+            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_NOT_FOUND, 0);
+            return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: %s\n", url);
+        }
+        if ((int)rq->ep < TLY_EP_ADMISSION ? !post : !get) {
+            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_BAD_METHOD, 0);
+            log_rejected(srv, rq, 405, method);
+            return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s only\n", url,
+                              post ? "GET" : "POST");
+        }
+        if ((int)rq->ep < TLY_EP_ADMISSION) {
+            const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
+            if (cl) {
+                char *end;
+                errno = 0;
+                unsigned long long n = strtoull(cl, &end, 10);
+                if (errno || end == cl || n > srv->cfg.max_body) {
+                    rq->too_large = true;
+                    tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_TOO_LARGE, 0);
+                    log_rejected(srv, rq, 413, "Content-Length over the limit");
+                    return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+                                      "request body over the limit of %zu bytes\n", srv->cfg.max_body);
+                }
+                if (n) {
+                    rq->cap = (size_t)n + 1;
+                    rq->body = malloc(rq->cap);
+                    if (!rq->body)
+                        return MHD_NO;
+                }
+            }
+            return MHD_YES;  /* the body follows */
+        }
+        /* GET /healthz, /readyz, /metrics */
+        if (rq->ep == TLY_EP_HEALTHZ) {
+            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_OK, 0);
+            return reply_text(conn, MHD_HTTP_OK, "ok\n");
+        }
+        if (rq->ep == TLY_EP_READYZ) {
+            state_ref *st = state_acquire(srv);
+            bool ready = st && atomic_load(&srv->accepting);
+            state_release(st);
+            tly_metrics_request(srv->metrics, rq->ep, ready ? TLY_OUT_OK : TLY_OUT_UNAVAILABLE, 0);
+            return ready ? reply_text(conn, MHD_HTTP_OK, "ok\n")
+                         : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+        }
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_OK, 0);
+        char *out = NULL;
+        size_t outlen = 0;
+        FILE *f = open_memstream(&out, &outlen);
+        if (!f)
+            tly_oom();
+        tly_metrics_render(srv->metrics, f);
+        fclose(f);
+        return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", out, outlen);
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (rq->too_large || rq->len + n > srv->cfg.max_body) {
+            rq->too_large = true;
+            rq->dropped += n;
+            /* A body that goes on and on is not read to its end: cut the connection. */
+            return rq->dropped > 4 * (size_t)srv->cfg.max_body ? MHD_NO : MHD_YES;
+        }
+        if (rq->len + n + 1 > rq->cap) {
+            size_t cap = rq->cap ? rq->cap : 4096;
+            while (cap < rq->len + n + 1)
+                cap *= 2;
+            char *nb = realloc(rq->body, cap);
+            if (!nb)
+                return MHD_NO;
+            rq->body = nb;
+            rq->cap = cap;
+        }
+        memcpy(rq->body + rq->len, upload, n);
+        rq->len += n;
+        rq->body[rq->len] = 0;
+        return MHD_YES;
+    }
+    if (rq->too_large) {
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_TOO_LARGE, 0);
+        log_rejected(srv, rq, 413, "body over the limit");
+        return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body over the limit of %zu bytes\n",
+                          srv->cfg.max_body);
+    }
+    return decide(srv, conn, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    (void)toe;
+    tly_server *srv = cls;
+    request *rq = *con_cls;
+    if (!rq)
+        return;
+    if (rq->counted)
+        atomic_fetch_sub(&srv->in_flight, 1);
+    free(rq->body);
+    free(rq);
+    *con_cls = NULL;
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->tls_cert || !cfg->tls_key) {
+        snprintf(err, errlen, "--tls-cert and --tls-key are required");
+        return NULL;
+    }
+    tly_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        tly_oom();
+    srv->cfg = *cfg;
+    srv->listen = tly_xstrdup(cfg->listen ? cfg->listen : ":8443");
+    srv->cert_path = tly_xstrdup(cfg->tls_cert);
+    srv->key_path = tly_xstrdup(cfg->tls_key);
+    srv->cfg.listen = srv->listen;
+    srv->cfg.tls_cert = srv->cert_path;
+    srv->cfg.tls_key = srv->key_path;
+    srv->log = cfg->log ? cfg->log : stderr;
+    if (!srv->cfg.max_body)
+        srv->cfg.max_body = TLY_SERVER_MAX_BODY;
+    if (!srv->cfg.connection_limit)
+        srv->cfg.connection_limit = TLY_SERVER_CONNECTION_LIMIT;
+    if (!srv->cfg.connection_timeout)
+        srv->cfg.connection_timeout = TLY_SERVER_CONNECTION_TIMEOUT;
+    if (!srv->cfg.threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        srv->cfg.threads = n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
+    }
+    srv->listen_fd = -1;
+    pthread_mutex_init(&srv->state_mu, NULL);
+    pthread_mutex_init(&srv->tls_mu, NULL);
+    atomic_init(&srv->accepting, false);
+    atomic_init(&srv->in_flight, 0);
+    srv->metrics = tly_metrics_create();
+    if (cfg->reserve_upsizes_ms > 0)
+        srv->upsize = tly_upsize_create(cfg->reserve_upsizes_ms, NULL, NULL);
+    srv->cert_id = identify(srv->cert_path);
+    srv->key_id = identify(srv->key_path);
+    srv->tls_checked_ms = mono_ms();
+    srv->creds = creds_load(srv->cert_path, srv->key_path, err, errlen);
+    if (!srv->creds) {
+        tly_server_destroy(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+/* Splits HOST:PORT ([v6]:PORT, :PORT) and binds a listening socket. */
+static int bind_listen(tly_server *srv, char *err, size_t errlen)
+{
+    const char *spec = srv->listen;
+    const char *colon = strrchr(spec, ':');
+    if (!colon || !colon[1]) {
+        snprintf(err, errlen, "--listen %s: expected HOST:PORT", spec);
+        return -1;
+    }
+    char host[256];
+    size_t hl = (size_t)(colon - spec);
+    if (hl >= sizeof host) {
+        snprintf(err, errlen, "--listen %s: host too long", spec);
+        return -1;
+    }
+    memcpy(host, spec, hl);
+    host[hl] = 0;
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = 0;
+    }
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535) {
+        snprintf(err, errlen, "--listen %s: bad port", spec);
+        return -1;
+    }
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    hints.ai_family = *host ? AF_UNSPEC : AF_INET6;
+    int rc = getaddrinfo(*host ? host : NULL, colon + 1, &hints, &ai);
+    if (rc != 0 && !*host) {
+        hints.ai_family = AF_INET;  /* no IPv6 on this host */
+        rc = getaddrinfo(NULL, colon + 1, &hints, &ai);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "--listen %s: %s", spec, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, saved = 0;
+    for (struct addrinfo *p = ai; p; p = p->ai_next) {
+        fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        int one = 1, zero = 0;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (p->ai_family == AF_INET6 && !*host)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  /* also IPv4 */
+        if (bind(fd, p->ai_addr, p->ai_addrlen) == 0 && listen(fd, 256) == 0)
+            break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        snprintf(err, errlen, "--listen %s: %s", spec, strerror(saved));
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    srv->listen_fd = fd;
+    return 0;
+}
+
+int tly_server_start(tly_server *srv, char *err, size_t errlen)
+{
+    if (bind_listen(srv, err, errlen) != 0)
+        return -1;
+    unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLY_SERVER_TLS_PRIORITIES},
+        {MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv},
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, srv},
+        {srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, srv->cfg.threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts,
+                                   MHD_OPTION_END);
+    if (!srv->daemon) {
+        snprintf(err, errlen, "cannot start the HTTPS server on %s (libmicrohttpd refused; see the "
+                              "log above)", srv->listen);
+        close(srv->listen_fd);
+        srv->listen_fd = -1;
+        return -1;
+    }
+    srv->listen_fd = -1;  /* MHD's now */
+    atomic_store(&srv->accepting, true);
+    char port[16], threads[16];
+    snprintf(port, sizeof port, "%u", srv->port);
+    snprintf(threads, sizeof threads, "%u", srv->cfg.threads);
+    const char *kv[] = {"listen", srv->listen, "port", port, "threads", threads,
+                        "reserve_upsizes", srv->upsize ? "on" : "off"};
+    tly_server_log(srv, TLY_LOG_INFO, "listening", kv, 4);
+    return 0;
+}
+
+uint16_t tly_server_port(const tly_server *srv) { return srv->port; }
+
+tly_metrics *tly_server_metrics(tly_server *srv) { return srv->metrics; }
+
+void tly_server_tick(tly_server *srv)
+{
+    tls_check(srv, false);
+    if (srv->upsize) {
+        size_t n = tly_upsize_expire(srv->upsize);
+        tly_metrics_reservations(srv->metrics, tly_upsize_count(srv->upsize));
+        if (n)
+            logf_msg(srv, TLY_LOG_INFO, "reservations-expired", "%zu upsize reservation(s) timed out", n);
+    }
+}
+
+void tly_server_stop(tly_server *srv, unsigned grace_ms)
+{
+    if (!srv->daemon)
+        return;
+    atomic_store(&srv->accepting, false);
+    /* Stop accepting; requests already received are answered until the grace period ends. */
+    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    int64_t until = mono_ms() + grace_ms;
+    while (atomic_load(&srv->in_flight) > 0 && mono_ms() < until) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    MHD_stop_daemon(srv->daemon);
+    srv->daemon = NULL;
+    /* Quiesced, the listening socket is ours to close; otherwise MHD closed it. */
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    logf_msg(srv, TLY_LOG_INFO, "stopped", "server stopped");
+}
+
+void tly_server_destroy(tly_server *srv)
+{
+    if (!srv)
+        return;
+    tly_server_stop(srv, 0);
+    state_release(srv->state);
+    creds_free(srv->creds);
+    while (srv->retired) {
+        creds *c = srv->retired;
+        srv->retired = c->retired_next;
+        creds_free(c);
+    }
+    tly_upsize_destroy(srv->upsize);
+    tly_metrics_destroy(srv->metrics);
+    pthread_mutex_destroy(&srv->state_mu);
+    pthread_mutex_destroy(&srv->tls_mu);
+    free(srv->listen);
+    free(srv->cert_path);
+    free(srv->key_path);
+    free(srv);
+}
