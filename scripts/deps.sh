@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tally needs to build, test and run, but only
 # those that are missing: dpkg -s first, apt-get only when something is absent.
-# Usage: scripts/deps.sh [build|test|extra]   (each level includes the ones before)
+# Usage: scripts/deps.sh [build|test|extra|bench|browser]
+#   (test, extra and bench include build; browser adds Debian's headless
+#   Chromium and a font for the HTML report's browser test, tests/browser/)
 set -euo pipefail
 level=${1:-build}
 # libmicrohttpd-dev: the HTTPS server of `tally serve` (its GnuTLS comes with it).
@@ -11,7 +13,8 @@ case "$level" in
   test) pkgs+=(libcmocka-dev jq openssl curl) ;;
   extra) pkgs+=(libcmocka-dev jq openssl curl clang libclang-rt-14-dev valgrind time) ;;
   bench) pkgs+=(libcmocka-dev jq openssl curl valgrind time hyperfine) ;;
-  *) echo "deps.sh: unknown level '$level' (build, test, extra, bench)" >&2; exit 2 ;;
+  browser) pkgs+=(chromium fonts-dejavu-core) ;;
+  *) echo "deps.sh: unknown level '$level' (build, test, extra, bench, browser)" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${pkgs[@]}"; do

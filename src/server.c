@@ -822,6 +822,8 @@ int tly_server_start(tly_server *srv, char *err, size_t errlen)
     unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
     struct MHD_OptionItem opts[] = {
+        /* The logger first, so that MHD routes even its option errors through it. */
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, srv},
         {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback},
         {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLY_SERVER_TLS_PRIORITIES},
         {MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, NULL},
@@ -829,7 +831,6 @@ int tly_server_start(tly_server *srv, char *err, size_t errlen)
         {MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv},
-        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, srv},
         {srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, srv->cfg.threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };

@@ -294,7 +294,7 @@ static bool gpu_id(uint32_t id) { return id == TLY_R_NVIDIA_GPU || id == TLY_R_A
 #define MAX_PGS 4
 
 typedef struct {
-    char name[16];
+    char name[24];
     bool gpu;
     uint32_t ndev;
     uint64_t mem;                  /* floored MiB, 0 unknown */
@@ -304,7 +304,7 @@ typedef struct {
 } gnode;
 
 typedef struct {
-    char name[24];
+    char name[48];
     int parent;
     bool leaf;
 } gqueue;
@@ -347,28 +347,26 @@ static bool gen_gpu_take(gnode *n, int kind, uint32_t devices, uint32_t portion)
 
 static void gen_queue_resources(rng_t *r, sbuf *y)
 {
-    static const char *const cpu[] = {"-1", "0", "500", "1000", "2000", "4000", "8000", "16000"};
-    static const char *const mem[] = {"-1", "0", "1000", "4000", "16000", "64000", "-5"};
-    static const char *const gpu[] = {"-1", "0", "1", "2", "3", "4", "8", "0.5", "1.5"};
+    /* positive amounts; -1 and 0 are drawn separately */
+    static const char *const cpu[] = {"500", "1000", "2000", "4000", "8000", "16000", "32000"};
+    static const char *const mem[] = {"1000", "4000", "16000", "64000", "200000"};
+    static const char *const gpu[] = {"1", "2", "3", "4", "6", "8", "0.5", "1.5"};
     static const char *const dims[] = {"cpu", "memory", "gpu"};
     sb_printf(y, "  resources:\n");
     for (int d = 0; d < 3; d++) {
-        if (!chance(r, 85))
-            continue;
+        if (!chance(r, 95))
+            continue; /* omitted: a bound of 0 */
         sb_printf(y, "    %s:\n", dims[d]);
         const char *const *vals = d == 0 ? cpu : d == 1 ? mem : gpu;
         uint32_t nv = d == 0 ? (uint32_t)NELEM(cpu) : d == 1 ? (uint32_t)NELEM(mem) : (uint32_t)NELEM(gpu);
-        bool any = false;
-        if (chance(r, 85)) {
-            sb_printf(y, "      quota: %s\n", chance(r, 35) ? "-1" : vals[below(r, nv)]);
-            any = true;
+        for (int k = 0; k < 2; k++) {
+            if (!chance(r, 95))
+                continue;
+            uint32_t roll = below(r, 100);
+            const char *v = roll < 40 ? "-1" : roll < 46 ? "0" : roll < 48 && d == 1 ? "-5" : vals[below(r, nv)];
+            sb_printf(y, "      %s: %s\n", k ? "limit" : "quota", v);
         }
-        if (chance(r, 85)) {
-            sb_printf(y, "      limit: %s\n", chance(r, 30) ? "-1" : vals[below(r, nv)]);
-            any = true;
-        }
-        if (!any || chance(r, 30))
-            sb_printf(y, "      overQuotaWeight: 1\n");
+        sb_printf(y, "      overQuotaWeight: 1\n");
     }
 }
 
@@ -513,18 +511,19 @@ static void gen_cluster(uint64_t seed, sbuf *y)
             sb_printf(y, "  priority: %d\n", (int)PICK(&r, ((const int[]){50, 100, 150})));
         if (chance(&r, 4))
             sb_printf(y, "  admissionGating: false\n");
-        if (chance(&r, 60))
+        if (chance(&r, 45))
             gen_queue_resources(&r, y);
         bool head = false;
         for (uint32_t a = 0; a < nacc; a++) {
-            if (!chance(&r, 35))
+            if (!chance(&r, 30))
                 continue;
             if (!head)
                 sb_printf(y, "  accountedResources:\n");
             head = true;
-            sb_printf(y, "  - resourceRef: %s\n    limit: '%s'\n", acc[a], acc_limit(&r, acc[a]));
+            sb_printf(y, "  - resourceRef: %s\n    limit: '%s'\n", acc[a],
+                      chance(&r, 30) ? "-1" : acc_limit(&r, acc[a]));
         }
-        if (chance(&r, 4)) {
+        if (chance(&r, 2)) {
             if (!head)
                 sb_printf(y, "  accountedResources:\n");
             sb_printf(y, "  - resourceRef: missing-ar\n    limit: '1'\n");
@@ -592,7 +591,7 @@ static void gen_cluster(uint64_t seed, sbuf *y)
 
     /* PodGroups. */
     struct {
-        char name[8];
+        char name[16];
         uint32_t ns;
     } pgs[MAX_PGS];
     uint32_t npg = below(&r, MAX_PGS);
@@ -699,14 +698,14 @@ static void gen_cluster(uint64_t seed, sbuf *y)
         sb_printf(y, "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p%02u\n  namespace: %s\n", i, nss[ns]);
         gen_time(&r, y, "  ", "creationTimestamp", 10);
         uint32_t qi = below(&r, nq);
-        if (!q[qi].leaf && chance(&r, 85))
+        if (!q[qi].leaf && chance(&r, 95))
             for (uint32_t t = 0; t < nq; t++)
                 if (q[(qi + t) % nq].leaf) {
                     qi = (qi + t) % nq;
                     break;
                 }
         uint32_t qroll = below(&r, 100);
-        if (qroll < 95)
+        if (qroll < 98)
             sb_printf(y, "  labels:\n    kai.scheduler/queue: %s\n",
                       qroll < 2 ? "nope" : qroll < 4 && orphan ? "orphan" : q[qi].name);
         /* annotations */
@@ -1263,7 +1262,7 @@ static void test_pod_engine_invariants(void **state)
 #define MAX_RT_PODS 24
 
 typedef struct {
-    char ns[12], name[24], runtime[12];
+    char ns[12], name[40], runtime[12];
 } grpod;
 
 static const char *const RT_NAMES[] = {"python", "cuda", "jax"};

@@ -17,6 +17,7 @@
 #include "tally/decode.h"
 #include "tally/json.h"
 #include "tally/podsched.h"
+#include "tally/report.h"
 #include "tally/runsched.h"
 
 static void usage(FILE *out)
@@ -268,6 +269,23 @@ static void print_table(tly_runsched *rs, tly_names *names)
     }
 }
 
+/* -o html: the report (report.h), titled with the command line's paths. */
+static void print_html(tly_store *s, tly_podsched *ps, tly_runsched *rs, int npaths,
+                       char **paths, int64_t now, bool have_clock)
+{
+    char *title = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&title, &len);
+    if (f) {
+        fputs("tally simulate", f);
+        for (int k = 0; k < npaths; k++)
+            fprintf(f, " %s", paths[k]);
+        fclose(f);
+    }
+    tly_report_html_at(stdout, s, ps, rs, f ? title : "tally simulate", now, have_clock);
+    free(title);
+}
+
 int tly_cmd_simulate(int argc, char **argv)
 {
     const char *out = "table", *now = NULL, *sched = NULL;
@@ -316,11 +334,6 @@ int tly_cmd_simulate(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (strcmp(out, "html") == 0) {
-        fprintf(stderr, "tally simulate: -o html arrives with the report issue; use -o table or "
-                        "-o json\n");
-        return 2;
-    }
     int errors;
     tly_store *s = tly_cmd_load(argc - i, argv + i, sched, &errors);
     bool have_clock = true;
@@ -339,6 +352,8 @@ int tly_cmd_simulate(int argc, char **argv)
     fflush(stderr);
     if (!strcmp(out, "json")) {
         print_json(ps, rs, tly_store_names(s));
+    } else if (!strcmp(out, "html")) {
+        print_html(s, ps, rs, argc - i, argv + i, now_s, have_clock);
     } else {
         print_pods_table(ps, tly_store_names(s));
         print_table(rs, tly_store_names(s));

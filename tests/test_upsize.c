@@ -1,0 +1,331 @@
+/*
+** test_upsize.c: the reserve-upsizes ledger (upsize.h) through the real
+** admission path (tly_admit_review_ledger on AdmissionReview JSON).
+**
+** The race: N threads admit upsizes of N different pods at once against a
+** queue with room for exactly K of them. With the ledger exactly K are
+** admitted and no admitted set overruns the limit; without it (KAI's
+** behaviour, and `tally admit`), every one of them is. Then each way a
+** reservation ends: enacted, reverted (by a later state or through the
+** webhook), Infeasible, pod gone, timeout; and dry runs never reserve.
+*/
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tally/admit.h"
+#include "tally/upsize.h"
+
+#define NPODS 16
+
+/* Queue q: cpu limit 10 cores; NPODS pods of 500m each use 8, leaving room for 2 cores. */
+static const char *queue_yaml =
+    "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata:\n  name: q\nspec:\n  resources:\n"
+    "    cpu: {quota: -1, limit: 10000, overQuotaWeight: 1}\n"
+    "    memory: {quota: -1, limit: -1, overQuotaWeight: 1}\n"
+    "    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n";
+
+static char *pod_json(int i, const char *cpu, const char *extra_status)
+{
+    char *s = NULL;
+    if (asprintf(&s,
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p%02d\","
+                 "\"namespace\":\"team\",\"uid\":\"uid-p%02d\",\"labels\":{\"kai.scheduler/queue\":\"q\"}},"
+                 "\"spec\":{\"schedulerName\":\"kai-scheduler\",\"nodeName\":\"n1\",\"containers\":[{\"name\":"
+                 "\"main\",\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]},\"status\":{\"phase\":\"Running\"%s}}",
+                 i, i, cpu, extra_status ? extra_status : "") < 0)
+        abort();
+    return s;
+}
+
+/* The state: the queue and NPODS pods; pod `which` (if >= 0) at cpu `cpu` with `status`. */
+static tly_store *state_with(int which, const char *cpu, const char *status, bool drop)
+{
+    size_t cap = 1 << 16;
+    char *text = malloc(cap);
+    size_t len = (size_t)snprintf(text, cap, "%s", queue_yaml);
+    for (int i = 0; i < NPODS; i++) {
+        if (i == which && drop)
+            continue;
+        char *p = pod_json(i, i == which ? cpu : "500m", i == which ? status : NULL);
+        len += (size_t)snprintf(text + len, cap - len, "---\n%s\n", p);
+        free(p);
+    }
+    tly_store *s = load_text("state", text);
+    free(text);
+    return s;
+}
+
+static char *review(int i, const char *from, const char *to, bool dry)
+{
+    char *o = pod_json(i, to, NULL), *old = pod_json(i, from, NULL), *s = NULL;
+    if (asprintf(&s,
+                 "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+                 "\"uid\":\"r-%02d\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+                 "\"subResource\":\"resize\",\"operation\":\"UPDATE\",\"dryRun\":%s,\"object\":%s,"
+                 "\"oldObject\":%s}}",
+                 i, dry ? "true" : "false", o, old) < 0)
+        abort();
+    free(o);
+    free(old);
+    return s;
+}
+
+/* Decides one review; returns allowed (fails the test on an unreadable review). */
+static bool decide(const tly_store *st, const tly_resize_ledger *ledger, const char *body)
+{
+    tly_admit_result res;
+    char err[256];
+    int rc = tly_admit_review_ledger(st, ledger, body, strlen(body), &res, err, sizeof err);
+    assert_int_equal(rc, 0);
+    bool ok = res.allowed;
+    tly_admit_result_free(&res);
+    return ok;
+}
+
+typedef struct {
+    const tly_store *state;
+    const tly_resize_ledger *ledger;
+    pthread_barrier_t *start;
+    int pod;
+    const char *to;
+    bool allowed;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    char *body = review(j->pod, "500m", j->to, false);
+    pthread_barrier_wait(j->start);
+    tly_admit_result res;
+    char err[256];
+    int rc = tly_admit_review_ledger(j->state, j->ledger, body, strlen(body), &res, err, sizeof err);
+    j->allowed = rc == 0 && res.allowed;
+    if (rc == 0)
+        tly_admit_result_free(&res);
+    free(body);
+    return NULL;
+}
+
+/* Runs NPODS concurrent upsizes, pod i to to[i]; returns how many were admitted. */
+static int race(const tly_store *st, const tly_resize_ledger *ledger, const char *const *to, job *jobs)
+{
+    pthread_t th[NPODS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, NPODS);
+    for (int i = 0; i < NPODS; i++) {
+        jobs[i] = (job){st, ledger, &start, i, to[i], false};
+        pthread_create(&th[i], NULL, run_job, &jobs[i]);
+    }
+    int admitted = 0;
+    for (int i = 0; i < NPODS; i++) {
+        pthread_join(th[i], NULL);
+        admitted += jobs[i].allowed;
+    }
+    pthread_barrier_destroy(&start);
+    return admitted;
+}
+
+static int64_t milli_of(tly_qty q) { return (int64_t)(q.nanos / 1000000); }
+
+static void exactly_k_of_n(void **unused)
+{
+    (void)unused;
+    tly_store *st = state_with(-1, NULL, NULL, false);
+    const char *to[NPODS];
+    for (int i = 0; i < NPODS; i++)
+        to[i] = "1";  /* +500m each: room for exactly 4 */
+    job jobs[NPODS];
+    for (int round = 0; round < 20; round++) {
+        tly_upsize *u = tly_upsize_create(60000, NULL, NULL);
+        assert_int_equal(race(st, tly_upsize_ledger(u), to, jobs), 4);
+        assert_int_equal(tly_upsize_count(u), 4);
+        tly_upsize_destroy(u);
+    }
+    /* Without the ledger every decision sees the same 2 cores of room: all 16 pass (the race). */
+    assert_int_equal(race(st, NULL, to, jobs), NPODS);
+    tly_store_destroy(st);
+}
+
+static void mixed_sizes_fit_greedily(void **unused)
+{
+    (void)unused;
+    tly_store *st = state_with(-1, NULL, NULL, false);
+    static const char *const sizes[] = {"600m", "700m", "800m", "1", "1100m", "1300m", "1500m", "2",
+                                        "2100m", "2500m", "550m", "650m", "900m", "1200m", "1700m", "3"};
+    job jobs[NPODS];
+    for (int round = 0; round < 20; round++) {
+        tly_upsize *u = tly_upsize_create(60000, NULL, NULL);
+        race(st, tly_upsize_ledger(u), sizes, jobs);
+        int64_t sum = 0;
+        for (int i = 0; i < NPODS; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "p%02d", i);
+            tly_qty inc[2];
+            bool held = tly_upsize_get(u, "team", name, inc);
+            assert_int_equal(held, jobs[i].allowed);
+            if (held)
+                sum += milli_of(inc[0]);
+        }
+        assert_true(sum <= 2000);  /* never past the limit */
+        /* Decisions are serialised, so a denied upsize did not fit what was admitted before it,
+           which is at most the final sum: whatever still fits at the end was admitted. */
+        for (int i = 0; i < NPODS; i++) {
+            if (jobs[i].allowed)
+                continue;
+            tly_qty want;
+            assert_int_equal(tly_qty_parse_str(sizes[i], &want), 0);
+            assert_true(milli_of(want) - 500 > 2000 - sum);
+        }
+        tly_upsize_destroy(u);
+    }
+    tly_store_destroy(st);
+}
+
+typedef struct {
+    int64_t now;
+} fake_clock;
+
+static int64_t clock_now(void *ctx) { return ((fake_clock *)ctx)->now; }
+
+/* Admits p00 500m -> 1 against st through u; asserts it was reserved. */
+static void reserve_p00(const tly_store *st, tly_upsize *u)
+{
+    char *body = review(0, "500m", "1", false);
+    assert_true(decide(st, tly_upsize_ledger(u), body));
+    free(body);
+    assert_int_equal(tly_upsize_count(u), 1);
+}
+
+static void release_on_reload(void **unused)
+{
+    (void)unused;
+    tly_store *st = state_with(-1, NULL, NULL, false);
+    tly_upsize *u = tly_upsize_create(60000, NULL, NULL);
+    tly_upsize_released rel;
+
+    /* Enacted: the state shows the new spec, whose effective request covers the reservation. */
+    reserve_p00(st, u);
+    tly_store *s2 = state_with(0, "1", NULL, false);
+    tly_upsize_reconcile(u, s2, &rel);
+    assert_int_equal(rel.enacted, 1);
+    assert_int_equal(tly_upsize_count(u), 0);
+    tly_store_destroy(s2);
+
+    /* Reverted / never landed: a newer state shows the old spec. */
+    reserve_p00(st, u);
+    tly_upsize_reconcile(u, st, &rel);
+    assert_int_equal(rel.reverted, 1);
+    assert_int_equal(tly_upsize_count(u), 0);
+
+    /* Infeasible: the kubelet marked the resize impossible; the pod runs at its old size. */
+    reserve_p00(st, u);
+    s2 = state_with(0, "1",
+                    ",\"conditions\":[{\"type\":\"PodResizePending\",\"status\":\"True\",\"reason\":"
+                    "\"Infeasible\"}],\"containerStatuses\":[{\"name\":\"main\",\"resources\":{"
+                    "\"requests\":{\"cpu\":\"500m\"}},\"allocatedResources\":{\"cpu\":\"500m\"}}]",
+                    false);
+    tly_upsize_reconcile(u, s2, &rel);
+    assert_int_equal(rel.infeasible, 1);
+    assert_int_equal(tly_upsize_count(u), 0);
+    tly_store_destroy(s2);
+
+    /* In progress (spec new, kubelet still at the old size): max(spec, actual) covers it. */
+    reserve_p00(st, u);
+    s2 = state_with(0, "1",
+                    ",\"containerStatuses\":[{\"name\":\"main\",\"resources\":{\"requests\":{\"cpu\":"
+                    "\"500m\"}},\"allocatedResources\":{\"cpu\":\"500m\"}}]",
+                    false);
+    tly_upsize_reconcile(u, s2, &rel);
+    assert_int_equal(rel.enacted, 1);
+    tly_store_destroy(s2);
+
+    /* Gone: the pod is no longer in the state. */
+    reserve_p00(st, u);
+    s2 = state_with(0, NULL, NULL, true);
+    tly_upsize_reconcile(u, s2, &rel);
+    assert_int_equal(rel.gone, 1);
+    assert_int_equal(tly_upsize_count(u), 0);
+    tly_store_destroy(s2);
+
+    tly_upsize_destroy(u);
+    tly_store_destroy(st);
+}
+
+static void release_on_timeout(void **unused)
+{
+    (void)unused;
+    tly_store *st = state_with(-1, NULL, NULL, false);
+    fake_clock clk = {1000};
+    tly_upsize *u = tly_upsize_create(30000, clock_now, &clk);
+    reserve_p00(st, u);
+    clk.now += 29999;
+    assert_int_equal(tly_upsize_expire(u), 0);
+    clk.now += 1;
+    assert_int_equal(tly_upsize_expire(u), 1);
+    assert_int_equal(tly_upsize_count(u), 0);
+    tly_upsize_destroy(u);
+    tly_store_destroy(st);
+}
+
+static void webhook_updates(void **unused)
+{
+    (void)unused;
+    tly_store *st = state_with(-1, NULL, NULL, false);
+    tly_upsize *u = tly_upsize_create(60000, NULL, NULL);
+    const tly_resize_ledger *L = tly_upsize_ledger(u);
+    tly_qty inc[2];
+
+    /* Dry runs are decided but never reserve. */
+    char *b = review(0, "500m", "1", true);
+    assert_true(decide(st, L, b));
+    free(b);
+    assert_int_equal(tly_upsize_count(u), 0);
+
+    /* Two upsizes of one pod add up; its own reservation does not count against it. */
+    reserve_p00(st, u);
+    b = review(0, "1", "2", false);
+    assert_true(decide(st, L, b));
+    free(b);
+    assert_true(tly_upsize_get(u, "team", "p00", inc));
+    assert_int_equal(milli_of(inc[0]), 1500);
+    /* The queue is now full (8 + 1.5 = 9.5 of 10): another pod's +600m is denied, +500m fits. */
+    b = review(1, "500m", "1100m", false);
+    assert_false(decide(st, L, b));
+    free(b);
+    b = review(1, "500m", "1", false);
+    assert_true(decide(st, L, b));
+    free(b);
+
+    /* A resize back to the old size through the webhook ends the reservation. */
+    b = review(0, "2", "500m", false);
+    assert_true(decide(st, L, b));
+    free(b);
+    assert_false(tly_upsize_get(u, "team", "p00", inc));
+    assert_int_equal(tly_upsize_count(u), 1);
+
+    /* `tally admit`'s path (no ledger) never reserves. */
+    tly_upsize *v = tly_upsize_create(60000, NULL, NULL);
+    b = review(2, "500m", "1", false);
+    assert_true(decide(st, NULL, b));
+    free(b);
+    assert_int_equal(tly_upsize_count(v), 0);
+    tly_upsize_destroy(v);
+
+    tly_upsize_destroy(u);
+    tly_store_destroy(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(exactly_k_of_n),
+        cmocka_unit_test(mixed_sizes_fit_greedily),
+        cmocka_unit_test(release_on_reload),
+        cmocka_unit_test(release_on_timeout),
+        cmocka_unit_test(webhook_updates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
