@@ -806,7 +806,9 @@ static void map_put(tly_dra *d, tly_strmap *m, const char *x, const char *y, con
     tly_strmap_put(m, k, n, (void *)(uintptr_t)idx1);
 }
 
-static void compile_sels(tly_dra *d, const char *const *exprs, uint32_t n, dra_sels *out)
+/* Compiles a selector list; err becomes "<what>: <first compile error>". */
+static void compile_sels(tly_dra *d, const char *const *exprs, uint32_t n, const char *what,
+                         dra_sels *out)
 {
     out->sel = n ? tly_arena_zalloc(d->a, n * sizeof *out->sel) : NULL;
     out->nsel = n;
@@ -814,17 +816,30 @@ static void compile_sels(tly_dra *d, const char *const *exprs, uint32_t n, dra_s
         const char *err;
         out->sel[i] = cel_compile(d->a, exprs[i], &err);
         if (!out->sel[i] && !out->err)
-            out->err = err;
+            out->err = tly_arena_printf(d->a, "%s: %s", what, err);
     }
 }
 
-static void compile_spec(tly_dra *d, const tly_claim_spec *spec, dra_spec *out)
+/*
+** Compiles every request of a claim or template spec. The messages are
+** composed here, once, so that tly_dra_try() returns them without copying
+** (an unsupported selector can be long).
+*/
+static void compile_spec(tly_dra *d, const tly_meta *m, const tly_claim_spec *spec, dra_spec *out)
 {
     out->spec = spec;
     out->reqs = spec->nrequests ? tly_arena_zalloc(d->a, spec->nrequests * sizeof *out->reqs)
                                 : NULL;
-    for (uint32_t r = 0; r < spec->nrequests; r++)
-        compile_sels(d, spec->requests[r].selectors, spec->requests[r].nselectors, &out->reqs[r]);
+    for (uint32_t r = 0; r < spec->nrequests; r++) {
+        const tly_device_request *rq = &spec->requests[r];
+        const char *what = tly_arena_printf(d->a, "%s %s/%s request %s", tly_kind_name(m->kind),
+                                            m->ns ? m->ns : "", m->name, rq->name ? rq->name : "?");
+        if (rq->first_available)
+            out->reqs[r].err = tly_arena_printf(
+                d->a, "%s uses firstAvailable, which tally does not evaluate", what);
+        else
+            compile_sels(d, rq->selectors, rq->nselectors, what, &out->reqs[r]);
+    }
 }
 
 static void node_push(dra_nodeent *ne, uint32_t gi)
@@ -924,7 +939,7 @@ static void index_claims(tly_dra *d)
         const tly_resource_claim *c = tly_store_at(d->s, TLY_K_RESOURCE_CLAIM, i);
         dra_claim *st = &d->claims[i];
         st->claim = c;
-        compile_spec(d, &c->spec, &st->spec);
+        compile_spec(d, &c->meta, &c->spec, &st->spec);
         map_put(d, &d->claimmap, c->meta.ns, c->meta.name, NULL, i + 1);
         if (c->allocated)
             for (uint32_t r = 0; r < c->nresults; r++) {
@@ -953,7 +968,7 @@ static void index_claims(tly_dra *d)
     d->tmpls = tly_xcalloc(d->ntmpls ? d->ntmpls : 1, sizeof *d->tmpls);
     for (uint32_t i = 0; i < d->ntmpls; i++) {
         const tly_claim_template *t = tly_store_at(d->s, TLY_K_RESOURCE_CLAIM_TEMPLATE, i);
-        compile_spec(d, &t->spec, &d->tmpls[i]);
+        compile_spec(d, &t->meta, &t->spec, &d->tmpls[i]);
         map_put(d, &d->tmplmap, t->meta.ns, t->meta.name, NULL, i + 1);
     }
 }
@@ -977,7 +992,8 @@ tly_dra *tly_dra_create(tly_store *s)
     for (uint32_t i = 0; i < d->nclasses; i++) {
         const tly_device_class *dc = tly_store_at(s, TLY_K_DEVICE_CLASS, i);
         d->classes[i].cls = dc;
-        compile_sels(d, dc->selectors, dc->nselectors, &d->classes[i].sels);
+        compile_sels(d, dc->selectors, dc->nselectors,
+                     tly_arena_printf(d->a, "DeviceClass %s", dc->meta.name), &d->classes[i].sels);
         tly_strmap_put(&d->classmap, dc->meta.name, strlen(dc->meta.name),
                        (void *)(uintptr_t)(i + 1));
     }
@@ -1132,18 +1148,15 @@ static bool sels_match(const dra_sels *s, const char *driver, const tly_device *
 ** one, writes the reason into miss.
 */
 static int check_spec(tly_dra *d, const tly_dra_claim_choice *e, const dra_spec *ds,
-                      tly_dra_choice *c, const char **why, bool *missing, char *miss, size_t cap)
+                      const char **why, bool *missing, char *miss, size_t cap)
 {
     for (uint32_t r = 0; r < ds->spec->nrequests; r++) {
         const tly_device_request *rq = &ds->spec->requests[r];
-        if (rq->first_available)
-            return whyf(c, why, -1,
-                        "ResourceClaim %s/%s request %s uses firstAvailable, which tally does not "
-                        "evaluate",
-                        e->ns, e->name, rq->name ? rq->name : "?");
-        if (ds->reqs[r].err)
-            return whyf(c, why, -1, "ResourceClaim %s/%s request %s: %s", e->ns, e->name,
-                        rq->name ? rq->name : "?", ds->reqs[r].err);
+        if (ds->reqs[r].err) {
+            if (why)
+                *why = ds->reqs[r].err;
+            return -1;
+        }
         const dra_class *cl = find_class(d, rq->device_class);
         if (!cl) {
             if (!*missing)
@@ -1151,7 +1164,9 @@ static int check_spec(tly_dra *d, const tly_dra_claim_choice *e, const dra_spec 
                          rq->device_class ? rq->device_class : "?", e->ns, e->name);
             *missing = true;
         } else if (cl->sels.err) {
-            return whyf(c, why, -1, "DeviceClass %s: %s", rq->device_class, cl->sels.err);
+            if (why)
+                *why = cl->sels.err;
+            return -1;
         }
     }
     return 1;
@@ -1171,6 +1186,9 @@ static int allocate(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds, con
     for (uint32_t r = 0; r < ds->spec->nrequests; r++) {
         const tly_device_request *rq = &ds->spec->requests[r];
         const dra_class *cl = find_class(d, rq->device_class);
+        if (!cl)  /* check_spec() reported it; kept for safety */
+            return whyf(c, why, 0, "DeviceClass %s does not exist",
+                        rq->device_class ? rq->device_class : "?");
         bool all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
         int64_t need = all ? INT64_MAX : (rq->count > 0 ? rq->count : 1), got = 0;
         for (uint32_t k = 0; k < nlist && got < need; k++) {
@@ -1324,7 +1342,7 @@ int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queu
         }
         e->spec = ds ? ds->spec : NULL;
         if (ds && !e->preallocated) {
-            int rc = check_spec(d, e, ds, out, why, &missing, miss, sizeof miss);
+            int rc = check_spec(d, e, ds, why, &missing, miss, sizeof miss);
             if (rc < 0)
                 return rc;
         }

@@ -68,6 +68,17 @@ struct tly_podsched {
     struct tally_count *counts;    /* per-pod scratch: why nodes were refused */
     tly_acc_match match;           /* AccountedResource node-label matches per node */
     uint32_t *order;               /* node indices by (free_h, free_cpu, name): fullest first */
+    /*
+    ** Node classes: nodes with the same GPU memory and the same
+    ** AccountedResource label matches charge a pod the same, so within one
+    ** pod's scan the queue verdict is computed once per class, not per node.
+    */
+    uint32_t *node_class, nclasses;
+    uint64_t epoch, *cls_epoch;    /* a class's cache entry is valid when its epoch is current */
+    int8_t *cls_state;             /* 1 the queues accept, -1 they refuse */
+    tly_qverdict *cls_verdict;
+    tly_qty *cls_acc;              /* nclasses x naccres charges */
+    const char **cls_problem;
     uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
 };
 
@@ -349,6 +360,29 @@ tly_podsched *tly_podsched_create(tly_store *s)
             q->pending = true;
         }
     }
+    /* Node classes by (GPU memory, AccountedResource match row). */
+    ps->node_class = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->node_class);
+    uint32_t *rep = tly_xmalloc((ps->nnodes + 1) * sizeof *rep);
+    for (uint32_t i = 0; i < ps->nnodes; i++) {
+        const uint8_t *row = ps->match.bits + (size_t)i * ps->match.nsrc;
+        uint32_t c = 0;
+        for (; c < ps->nclasses; c++) {
+            uint32_t r = rep[c];
+            if (ps->nodes[r].gpu_mem == ps->nodes[i].gpu_mem &&
+                !memcmp(ps->match.bits + (size_t)r * ps->match.nsrc, row, ps->match.nsrc))
+                break;
+        }
+        if (c == ps->nclasses)
+            rep[ps->nclasses++] = i;
+        ps->node_class[i] = c;
+    }
+    free(rep);
+    uint32_t nacc = tly_queues_naccres(ps->qs);
+    ps->cls_epoch = tly_xcalloc(ps->nclasses + 1, sizeof *ps->cls_epoch);
+    ps->cls_state = tly_xcalloc(ps->nclasses + 1, sizeof *ps->cls_state);
+    ps->cls_verdict = tly_xcalloc(ps->nclasses + 1, sizeof *ps->cls_verdict);
+    ps->cls_acc = tly_xcalloc((size_t)(ps->nclasses + 1) * (nacc + 1), sizeof *ps->cls_acc);
+    ps->cls_problem = tly_xcalloc(ps->nclasses + 1, sizeof *ps->cls_problem);
     ps->order = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->order);
     for (uint32_t i = 0; i < ps->nnodes; i++) {
         refresh_keys(&ps->nodes[i]);
@@ -371,6 +405,12 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->nodes);
     free(ps->counts);
     free(ps->order);
+    free(ps->node_class);
+    free(ps->cls_epoch);
+    free(ps->cls_state);
+    free(ps->cls_verdict);
+    free(ps->cls_acc);
+    free(ps->cls_problem);
     free(ps->pg_running);
     tly_acc_match_free(&ps->match);
     free(ps->pods);
@@ -492,9 +532,28 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
     *why = misfit(ps, p, &ps->nodes[k], buf, len);
     if (*why)
         return 0;
+    uint32_t cl = ps->node_class[k], nacc = tly_queues_naccres(ps->qs);
+    tly_qty *acc = ps->cls_acc + (size_t)cl * (nacc + 1);
+    if (ps->cls_epoch[cl] == ps->epoch && (ps->cls_state[cl] > 0 || v->quiet || ps->cls_verdict[cl].message)) {
+        *problem = ps->cls_problem[cl];
+        if (ps->cls_state[cl] > 0) {
+            memcpy(ps->acc_try, acc, nacc * sizeof *acc);
+            v->ok = true;
+            return 1;
+        }
+        bool quiet = v->quiet;
+        *v = ps->cls_verdict[cl];
+        v->quiet = quiet;
+        return -1;
+    }
     tly_qcharge c;
     node_charge(ps, p, k, &c, ps->acc_try, problem);
     tly_queues_check(ps->qs, (uint32_t)p->queue, &c, p->non_preemptible, gating, v);
+    ps->cls_epoch[cl] = ps->epoch;
+    ps->cls_state[cl] = v->ok ? 1 : -1;
+    ps->cls_verdict[cl] = *v;
+    ps->cls_problem[cl] = *problem;
+    memcpy(acc, ps->acc_try, nacc * sizeof *acc);
     return v->ok ? 1 : -1;
 }
 
@@ -516,6 +575,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     char buf[160];
     const char *why, *problem = NULL, *best_problem = NULL;
     int32_t best = -1;
+    ps->epoch++;  /* the class cache holds for this pod's scans, while nothing changes */
     if (p->req.gpu_kind != TLY_GPU_MEMORY) {
         uint64_t h = tly_podreq_gpu_hundredths(&p->req, 0);
         uint32_t lo = 0, hi = ps->nnodes;
@@ -942,6 +1002,7 @@ void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
         return;
     }
     /* Every node now, grouped by why. */
+    ps->epoch++;
     bool gating = tly_queues_gating(ps->qs, (uint32_t)p->queue);
     tally_count *counts = ps->counts;
     uint32_t nc = 0, fits = 0;

@@ -137,9 +137,11 @@ static const char CSS[] =
     "header{background:#1f2a3c;color:#fff;padding:14px 24px 12px}\n"
     "header h1{margin:0 0 4px;font-size:20px;font-weight:600;word-break:break-all}\n"
     "header .meta{color:#c8d0de;font-size:13px}\n"
-    "header .counts{margin-top:8px;display:flex;flex-wrap:wrap;gap:6px}\n"
+    "header .counts{margin-top:8px;display:flex;flex-wrap:wrap;gap:6px 18px}\n"
+    ".cg{white-space:nowrap;font-size:13px;color:#c8d0de}\n"
+    ".cg>b{color:#fff;margin-right:4px}\n"
     ".chip{display:inline-block;padding:1px 8px;border-radius:10px;background:#34425a;"
-    "color:#fff;font-size:12px;white-space:nowrap}\n"
+    "color:#fff;font-size:12px;white-space:nowrap;margin-left:3px}\n"
     ".chip b{font-weight:600}\n"
     "nav{padding:6px 24px;background:#fff;border-bottom:1px solid var(--line);font-size:13px}\n"
     "nav a{margin-right:18px;color:#2457a5;text-decoration:none}\n"
@@ -171,7 +173,9 @@ static const char CSS[] =
     ".bar.over>span{background:var(--over)}\n"
     ".bar.over{outline:2px solid var(--over)}\n"
     ".bar>i{position:absolute;top:0;bottom:0;width:2px;background:#1d2330;opacity:.55}\n"
-    ".num{font-size:12px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}\n"
+    ".num{font-size:12px;overflow-wrap:anywhere}\n"
+    ".num b{white-space:nowrap}\n"
+    ".qt{font-size:11px;color:var(--muted)}\n"
     ".num b{font-weight:600}\n"
     ".num.hi b{color:#a86c00}\n"
     ".num.over b{color:var(--over)}\n"
@@ -182,6 +186,8 @@ static const char CSS[] =
     ".group.Gated{border-left-color:var(--hi)}\n"
     ".group.Unschedulable{border-left-color:var(--over)}\n"
     ".group.Invalid{border-left-color:#8a4fbf}\n"
+    ".group.Pending,.group.Scheduled{border-left-color:var(--hi)}\n"
+    ".group.Failed{border-left-color:var(--over)}\n"
     ".state{font-size:12px;font-weight:600;padding:1px 7px;border-radius:8px;background:#e7eaf0;"
     "margin-right:6px}\n"
     ".state.Gated{background:#fff0d4;color:#7a4d00}\n"
@@ -197,9 +203,11 @@ static const char CSS[] =
     "pre{background:#f3f4f7;border:1px solid var(--line);border-radius:4px;padding:8px 10px;"
     "margin:4px 0;font:12px/1.4 \"DejaVu Sans Mono\",Menlo,Consolas,monospace;white-space:pre-wrap;"
     "overflow-wrap:anywhere;max-width:1250px}\n"
-    "table.heat td.cell{text-align:center;font-size:12px;white-space:nowrap;min-width:90px}\n"
+    "table.heat{width:auto;min-width:70%}\n"
+    "table.heat td.cell,table.heat td.na{text-align:center;font-size:12px;white-space:nowrap;"
+    "width:120px;border:1px solid #fff}\n"
     "table.heat td.cell small{display:block;font-size:11px;opacity:.8}\n"
-    "table.heat td.na{text-align:center;color:#b3b9c5}\n"
+    "table.heat td.na{color:#b3b9c5}\n"
     "table.heat tr.unavailable td.pod{color:var(--muted)}\n"
     "td.pod{white-space:nowrap}\n"
     ".h0{background:#f4f8fd}.h1{background:#e3edf9}.h2{background:#cfe0f5}.h3{background:#b6d0ef}"
@@ -240,16 +248,6 @@ static void write_header(FILE *out, tly_store *s, tly_podsched *ps, tly_runsched
             k++;
         by_state[k]++;
     }
-    fprintf(out, "<span class=\"chip\"><b>%u</b> nodes</span>", tly_store_count(s, TLY_K_NODE));
-    fprintf(out, "<span class=\"chip\"><b>%u</b> queues</span>",
-            tly_queues_count(tly_podsched_queues(ps)));
-    fprintf(out, "<span class=\"chip\"><b>%u</b> pods</span>", np);
-    for (size_t k = 0; k < NPOD_STATES; k++)
-        if (by_state[k])
-            fprintf(out, "<span class=\"chip\">%s <b>%u</b></span>", POD_STATES[k], by_state[k]);
-    if (by_state[NPOD_STATES])
-        fprintf(out, "<span class=\"chip\">other <b>%u</b></span>", by_state[NPOD_STATES]);
-
     uint32_t nr = tly_runsched_nruns(rs), nrp = tly_runsched_npods(rs), navail = 0;
     uint32_t by_phase[TLY_RUN_CANCELLED + 1] = {0};
     for (uint32_t i = 0; i < nr; i++) {
@@ -260,12 +258,25 @@ static void write_header(FILE *out, tly_store *s, tly_podsched *ps, tly_runsched
     for (uint32_t i = 0; i < nrp; i++)
         if (tly_runsched_pod_at(rs, i)->state == TLY_RPOD_AVAILABLE)
             navail++;
-    fprintf(out, "<span class=\"chip\"><b>%u</b> Runs</span>", nr);
+
+    fprintf(out, "<span class=\"cg\" id=\"count-nodes\"><b>%u</b>nodes</span>",
+            tly_store_count(s, TLY_K_NODE));
+    fprintf(out, "<span class=\"cg\" id=\"count-queues\"><b>%u</b>queues</span>",
+            tly_queues_count(tly_podsched_queues(ps)));
+    fprintf(out, "<span class=\"cg\" id=\"count-pods\"><b>%u</b>pods", np);
+    for (size_t k = 0; k < NPOD_STATES; k++)
+        if (by_state[k])
+            fprintf(out, "<span class=\"chip\">%s <b>%u</b></span>", POD_STATES[k], by_state[k]);
+    if (by_state[NPOD_STATES])
+        fprintf(out, "<span class=\"chip\">other <b>%u</b></span>", by_state[NPOD_STATES]);
+    fprintf(out, "</span><span class=\"cg\" id=\"count-runs\"><b>%u</b>Runs", nr);
     for (int k = 0; k <= TLY_RUN_CANCELLED; k++)
         if (by_phase[k])
             fprintf(out, "<span class=\"chip\">%s <b>%u</b></span>",
                     tly_run_phase_name((tly_run_phase)k), by_phase[k]);
-    fprintf(out, "<span class=\"chip\"><b>%u</b> Runtime Pods (%u available)</span>", nrp, navail);
+    fprintf(out, "</span><span class=\"cg\" id=\"count-runtime-pods\"><b>%u</b>Runtime Pods"
+                 "<span class=\"chip\">available <b>%u</b></span></span>",
+            nrp, navail);
     fputs("</div>\n</header>\n", out);
     fputs("<nav><a href=\"#queues\">Queues</a><a href=\"#pending\">Pods not placed</a>"
           "<a href=\"#runtime\">Runtime Pods</a><a href=\"#runs\">Runs waiting</a></nav>\n",
@@ -369,14 +380,17 @@ static void bar_cell(FILE *out, const char *queue, const char *resource, const c
     qty(out, limit);
     if (pct >= 99999)
         fputs(" <b>over</b>", out);
+    else if (tly_qty_sign(limit) == 0)
+        fputs(" <b>no room</b>", out);
     else
         fprintf(out, " <b>%d%%</b>", pct);
+    fputs("</div>", out);
     if (has_quota) {
-        fputs(" <span class=\"muted\">quota ", out);
+        fputs("<div class=\"qt\">quota ", out);
         qty(out, quota);
-        fputs("</span>", out);
+        fputs("</div>", out);
     }
-    fputs("</div></td>", out);
+    fputs("</td>", out);
 }
 
 static void unbounded_cell(FILE *out, tly_qty used, bool has_quota, tly_qty quota)
@@ -384,11 +398,9 @@ static void unbounded_cell(FILE *out, tly_qty used, bool has_quota, tly_qty quot
     fputs("<td><div class=\"nolimit\">", out);
     if (tly_qty_sign(used) != 0) {
         qty(out, used);
-        fputs(" used", out);
-    } else {
-        fputs("&mdash;", out);
+        fputs(" used &middot; ", out);
     }
-    fputs(" &middot; no limit", out);
+    fputs("no limit", out);
     if (has_quota) {
         fputs(" &middot; quota ", out);
         qty(out, quota);

@@ -573,6 +573,38 @@ static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, requ
     return reply(conn, MHD_HTTP_OK, "application/json", out, outlen);
 }
 
+/* GET /healthz, /readyz, /metrics. */
+static enum MHD_Result serve_get(tly_server *srv, struct MHD_Connection *conn, request *rq)
+{
+    if (rq->ep == TLY_EP_HEALTHZ) {
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_OK, 0);
+        return reply_text(conn, MHD_HTTP_OK, "ok\n");
+    }
+    if (rq->ep == TLY_EP_READYZ) {
+        state_ref *st = state_acquire(srv);
+        bool ready = st && atomic_load(&srv->accepting);
+        state_release(st);
+        tly_metrics_request(srv->metrics, rq->ep, ready ? TLY_OUT_OK : TLY_OUT_UNAVAILABLE, 0);
+        return ready ? reply_text(conn, MHD_HTTP_OK, "ok\n")
+                     : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+    }
+    tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_OK, 0);
+    char *out = NULL;
+    size_t outlen = 0;
+    FILE *f = open_memstream(&out, &outlen);
+    if (!f)
+        tly_oom();
+    tly_metrics_render(srv->metrics, f);
+    fclose(f);
+    return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", out, outlen);
+}
+
+/*
+** MHD calls this once when the headers are in, once per piece of body, and
+** once more when the request is complete. Answers are queued only in that
+** last call: a response queued while MHD still expects a body makes it close
+** the connection, which is wanted for a 413 on Content-Length and nothing else.
+*/
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -580,6 +612,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     tly_server *srv = cls;
     request *rq = *con_cls;
+    bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+    bool admission = (int)tly_endpoint_of_path(url) < TLY_EP_ADMISSION;
     if (!rq) {
         rq = calloc(1, sizeof *rq);
         if (!rq)
@@ -588,19 +622,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->ep = tly_endpoint_of_path(url);
         rq->counted = true;
         atomic_fetch_add(&srv->in_flight, 1);
-        bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
-        bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-        if (rq->ep == TLY_EP_OTHER) {
-            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_NOT_FOUND, 0);
-            return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: %s\n", url);
-        }
-        if ((int)rq->ep < TLY_EP_ADMISSION ? !post : !get) {
-            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_BAD_METHOD, 0);
-            log_rejected(srv, rq, 405, method);
-            return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s only\n", url,
-                              post ? "GET" : "POST");
-        }
-        if ((int)rq->ep < TLY_EP_ADMISSION) {
+        if (admission && post) {
             const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_CONTENT_LENGTH);
             if (cl) {
@@ -621,36 +643,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 }
             }
-            return MHD_YES;  /* the body follows */
         }
-        /* GET /healthz, /readyz, /metrics */
-        if (rq->ep == TLY_EP_HEALTHZ) {
-            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_OK, 0);
-            return reply_text(conn, MHD_HTTP_OK, "ok\n");
-        }
-        if (rq->ep == TLY_EP_READYZ) {
-            state_ref *st = state_acquire(srv);
-            bool ready = st && atomic_load(&srv->accepting);
-            state_release(st);
-            tly_metrics_request(srv->metrics, rq->ep, ready ? TLY_OUT_OK : TLY_OUT_UNAVAILABLE, 0);
-            return ready ? reply_text(conn, MHD_HTTP_OK, "ok\n")
-                         : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
-        }
-        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_OK, 0);
-        char *out = NULL;
-        size_t outlen = 0;
-        FILE *f = open_memstream(&out, &outlen);
-        if (!f)
-            tly_oom();
-        tly_metrics_render(srv->metrics, f);
-        fclose(f);
-        return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", out, outlen);
+        return MHD_YES;
     }
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (rq->too_large || rq->len + n > srv->cfg.max_body) {
-            rq->too_large = true;
+        if (!admission || !post || rq->too_large || rq->len + n > srv->cfg.max_body) {
+            /* Not wanted, or past the limit: read and dropped. */
+            rq->too_large = admission && post;
             rq->dropped += n;
             /* A body that goes on and on is not read to its end: cut the connection. */
             return rq->dropped > 4 * (size_t)srv->cfg.max_body ? MHD_NO : MHD_YES;
@@ -670,6 +671,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->body[rq->len] = 0;
         return MHD_YES;
     }
+    if (rq->ep == TLY_EP_OTHER) {
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_NOT_FOUND, 0);
+        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: %s\n", url);
+    }
+    bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+    if (admission ? !post : !get) {
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_BAD_METHOD, 0);
+        log_rejected(srv, rq, 405, method);
+        return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s only\n", url,
+                          admission ? "POST" : "GET");
+    }
+    if (!admission)
+        return serve_get(srv, conn, rq);
     if (rq->too_large) {
         tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_TOO_LARGE, 0);
         log_rejected(srv, rq, 413, "body over the limit");

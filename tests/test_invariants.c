@@ -348,22 +348,22 @@ static bool gen_gpu_take(gnode *n, int kind, uint32_t devices, uint32_t portion)
 static void gen_queue_resources(rng_t *r, sbuf *y)
 {
     /* positive amounts; -1 and 0 are drawn separately */
-    static const char *const cpu[] = {"500", "1000", "2000", "4000", "8000", "16000", "32000"};
-    static const char *const mem[] = {"1000", "4000", "16000", "64000", "200000"};
+    static const char *const cpu[] = {"500", "2000", "4000", "8000", "16000", "32000", "64000"};
+    static const char *const mem[] = {"4000", "16000", "64000", "200000", "500000"};
     static const char *const gpu[] = {"1", "2", "3", "4", "6", "8", "0.5", "1.5"};
     static const char *const dims[] = {"cpu", "memory", "gpu"};
     sb_printf(y, "  resources:\n");
     for (int d = 0; d < 3; d++) {
-        if (!chance(r, 95))
+        if (!chance(r, 97))
             continue; /* omitted: a bound of 0 */
         sb_printf(y, "    %s:\n", dims[d]);
         const char *const *vals = d == 0 ? cpu : d == 1 ? mem : gpu;
         uint32_t nv = d == 0 ? (uint32_t)NELEM(cpu) : d == 1 ? (uint32_t)NELEM(mem) : (uint32_t)NELEM(gpu);
         for (int k = 0; k < 2; k++) {
-            if (!chance(r, 95))
+            if (!chance(r, 97))
                 continue;
             uint32_t roll = below(r, 100);
-            const char *v = roll < 40 ? "-1" : roll < 46 ? "0" : roll < 48 && d == 1 ? "-5" : vals[below(r, nv)];
+            const char *v = roll < 40 ? "-1" : roll < 43 ? "0" : roll < 45 && d == 1 ? "-5" : vals[below(r, nv)];
             sb_printf(y, "      %s: %s\n", k ? "limit" : "quota", v);
         }
         sb_printf(y, "      overQuotaWeight: 1\n");
@@ -848,6 +848,119 @@ typedef struct {
     bool have;
 } preq;
 
+/*
+** P3 for GPU devices: can the shared and whole GPU requests on one node be
+** arranged on its devices at all? A whole GPU takes a device of its own; a
+** shared request takes `devs` distinct devices, `need` hundredths on each
+** (and, for gpu-memory, `need_mem` MiB free, charging `charge_mem`). The
+** engine's own arrangement is one such packing, so "none exists" is an
+** over-commit, whatever order the engine placed things in.
+*/
+#define MAX_SHARES 48
+
+typedef struct {
+    uint32_t need, devs;
+    uint64_t need_mem, charge_mem;
+} share;
+
+typedef struct {
+    uint32_t ndev;
+    uint32_t freeh[64];
+    uint64_t freem[64];
+    const share *items;
+    uint32_t nitems;
+    uint32_t budget;   /* search steps left: give up (inconclusive) when spent */
+} packing;
+
+static int pack(packing *pk, uint32_t item, uint32_t copy, uint32_t from)
+{
+    if (item == pk->nitems)
+        return 1;
+    if (pk->budget == 0)
+        return -1;
+    pk->budget--;
+    const share *it = &pk->items[item];
+    if (copy == it->devs)
+        return pack(pk, item + 1, 0, 0);
+    for (uint32_t d = from; d < pk->ndev; d++) {
+        if (pk->freeh[d] < it->need || pk->freem[d] < it->need_mem)
+            continue;
+        /* devices in the same state are interchangeable: try the first only */
+        bool seen = false;
+        for (uint32_t e = from; e < d && !seen; e++)
+            seen = pk->freeh[e] == pk->freeh[d] && pk->freem[e] == pk->freem[d];
+        if (seen)
+            continue;
+        uint32_t h = pk->freeh[d];
+        uint64_t m = pk->freem[d];
+        pk->freeh[d] -= it->need;
+        pk->freem[d] = m > it->charge_mem ? m - it->charge_mem : 0;
+        int rc = pack(pk, item, copy + 1, d + 1);
+        pk->freeh[d] = h;
+        pk->freem[d] = m;
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int cmp_share(const void *a, const void *b)
+{
+    const share *x = a, *y = b;
+    if (x->need != y->need)
+        return x->need > y->need ? -1 : 1;
+    return x->devs > y->devs ? -1 : x->devs < y->devs;
+}
+
+/* Adds r's GPU part; false when there are too many to check. */
+static bool add_share(share *sh, uint32_t *nsh, uint32_t *whole, const tly_podreq *r, uint64_t mem)
+{
+    if (r->gpu_kind == TLY_GPU_WHOLE) {
+        *whole += r->gpu_devices;
+        return true;
+    }
+    if (r->gpu_kind != TLY_GPU_FRACTION && r->gpu_kind != TLY_GPU_MEMORY)
+        return true;
+    if (*nsh == MAX_SHARES)
+        return false;
+    share *x = &sh[(*nsh)++];
+    x->devs = r->gpu_devices;
+    if (r->gpu_kind == TLY_GPU_FRACTION) {
+        x->need = r->gpu_portion > 100 ? 100 : r->gpu_portion;
+        x->need_mem = 0;
+        x->charge_mem = mem ? (uint64_t)x->need * mem / 100 : 0;
+    } else {
+        uint64_t m = r->gpu_memory_mib;
+        x->need = mem ? (uint32_t)((100 * m + mem - 1) / mem) : 101;
+        x->need_mem = m;
+        x->charge_mem = m;
+    }
+    return true;
+}
+
+/* 1 a packing exists, 0 none does, -1 not decided. */
+static int packable(const share *sh, uint32_t nsh, uint32_t whole, uint32_t ndev, uint64_t mem)
+{
+    if (whole > ndev)
+        return 0;
+    packing pk;
+    memset(&pk, 0, sizeof pk);
+    pk.ndev = ndev - whole;
+    if (pk.ndev > 64)
+        return -1;
+    for (uint32_t d = 0; d < pk.ndev; d++) {
+        pk.freeh[d] = 100;
+        pk.freem[d] = mem;
+    }
+    share sorted[MAX_SHARES];
+    memcpy(sorted, sh, nsh * sizeof *sh);
+    qsort(sorted, nsh, sizeof *sorted, cmp_share);
+    pk.items = sorted;
+    pk.nitems = nsh;
+    pk.budget = 200000;
+    return pack(&pk, 0, 0, 0);
+}
+
 static bool check_pods(tly_store *s, tly_podsched *ps, tly_arena *a)
 {
     tly_queues *qs = tly_podsched_queues(ps);
@@ -1029,6 +1142,9 @@ static bool check_pods(tly_store *s, tly_podsched *ps, tly_arena *a)
         tly_gpus_init(&g, node);
         bool consistent = true;
         uint64_t run_h = 0, fin_h = 0;
+        share sh[MAX_SHARES];
+        uint32_t nsh = 0, whole = 0;
+        bool small = true;
         uint32_t non;
         tly_pod *const *on = tly_store_pods_on_node(s, nn, &non);
         for (uint32_t i = 0; i < non; i++) {
@@ -1046,6 +1162,7 @@ static bool check_pods(tly_store *s, tly_podsched *ps, tly_arena *a)
                 run_h += tly_podreq_gpu_hundredths(&req, mem);
             if (!tly_gpus_place(&g, &req, true))
                 consistent = false;
+            small = small && add_share(sh, &nsh, &whole, &req, mem);
         }
         fin_h = run_h;
         for (uint32_t i = 0; i < np; i++) {
@@ -1059,6 +1176,7 @@ static bool check_pods(tly_store *s, tly_podsched *ps, tly_arena *a)
                     rvec_add_one(&fin, req.req.v[e].id, req.req.v[e].q);
             if (req.gpu_kind != TLY_GPU_MIG)
                 fin_h += tly_podreq_gpu_hundredths(&req, mem);
+            small = small && add_share(sh, &nsh, &whole, &req, mem);
         }
         for (uint32_t id = 0; id < fin.n && ok; id++) {
             if (gpu_id(id))
@@ -1071,6 +1189,10 @@ static bool check_pods(tly_store *s, tly_podsched *ps, tly_arena *a)
         }
         if (ok && !consistent)
             g_ps.gpu_skipped++;
+        if (ok && consistent && small && packable(sh, nsh, whole, g.ndev, mem) == 0)
+            ok = failf("P3: node %s: its Running and Bound GPU requests (%u whole, %u shared) fit no "
+                       "arrangement on its %u devices",
+                       nn, whole, nsh, g.ndev);
         if (ok && consistent && fin_h > (uint64_t)g.ndev * 100)
             ok = failf("P3: node %s: GPU devices over-committed: %" PRIu64 " hundredths charged (Running %" PRIu64
                        ") on %u devices",
@@ -1519,6 +1641,7 @@ static bool check_runs(tly_store *s, tly_runsched *rs, const rinfo *ri, const rs
         if (r->phase != TLY_RUN_PENDING)
             continue;
         CHECK(ri[i].valid, "R5: Run %s/%s is still Pending with an invalid request", rns, rn);
+        CHECK(r->reason, "R5: Run %s/%s is Pending without a reason (tried, neither placed nor waiting)", rns, rn);
         bool insufficient = same_str(r->reason, TLY_REASON_INSUFFICIENT_CAPACITY);
         bool unavailable = same_str(r->reason, TLY_REASON_PODS_UNAVAILABLE);
         if (!insufficient && !unavailable)
