@@ -20,6 +20,8 @@ build: deps
 demo: build
 	@echo "== tally simulate examples/cluster =="
 	@./$(BUILD)/tally simulate examples/cluster
+	@./$(BUILD)/tally simulate -o html examples/cluster > $(BUILD)/report.html 2>/dev/null
+	@echo "== HTML report: $(CURDIR)/$(BUILD)/report.html =="
 
 test:
 	@scripts/deps.sh test
@@ -55,7 +57,11 @@ fuzz:
 	@scripts/fuzz.sh $${FUZZ_SECONDS:-60}
 
 soak:
-	@echo "make soak: the randomized invariant runs arrive with the engine (issue 7); nothing to soak yet."
+	@scripts/deps.sh test
+	@$(CMAKE_GEN) -B $(BUILD) -DTALLY_TESTS=ON >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target test_invariants
+	@echo "== invariant soak: 20000 random clusters and 20000 Run event sequences (docs/reliability.md) =="
+	@TALLY_PROPERTY_CASES=$${TALLY_PROPERTY_CASES:-20000} ./$(BUILD)/test_invariants
 
 install: build
 	@cmake --install $(BUILD) --prefix /usr/local

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The slower checks of `make ci-extra` (contract section 1): the unit suite
-# under valgrind memcheck, and each libFuzzer target for a short run.
+# under valgrind memcheck, each libFuzzer target for a short run, and the
+# HTML report in headless Chromium (tests/browser/report.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
@@ -30,4 +31,10 @@ if [ -x scripts/fuzz.sh ]; then
   echo "== fuzz targets, ${FUZZ_SECONDS:-20} s each =="
   scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 fi
+echo "== HTML report in headless Chromium =="
+scripts/deps.sh browser
+cmake -S . -B build >/dev/null
+cmake --build build -j "$JOBS" --target tally >/dev/null
+bash tests/browser/report.sh build/tally
+
 echo "ci-extra: all passed"

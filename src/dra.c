@@ -366,14 +366,18 @@ static cel *p_postfix(cparse *ps)
             return n;
         }
         char m[40];
+        ws(ps);
+        const char *mstart = ps->p;
         if (!ident(ps, m, sizeof m)) {
             ps->p = save;
             return fail(ps, "expected a method name");
         }
         bool cmp = strcmp(m, "compareTo") == 0, gt = strcmp(m, "isGreaterThan") == 0,
              lt = strcmp(m, "isLessThan") == 0;
-        if (!(cmp || gt || lt) || n->type != CT_QTY)
+        if (!(cmp || gt || lt) || n->type != CT_QTY) {
+            ps->p = mstart;  /* the column of the method's name */
             return fail(ps, "method %s() is not supported here", m);
+        }
         if (!expect(ps, "("))
             return NULL;
         cel *arg = p_or(ps);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "tally/accounted.h"
+#include "tally/dra.h"
 #include "tally/error.h"
 #include "tally/nodefit.h"
 
@@ -43,6 +44,7 @@ typedef struct {
 typedef struct {
     tly_ps_result res;
     tly_podreq req;
+    tly_dra_choice dra;      /* its DRA devices (placed or bound pods with claims) */
     const tly_podgroup *pg;
     int32_t queue;        /* index in the queues, or -1 */
     int32_t priority;
@@ -79,6 +81,8 @@ struct tly_podsched {
     tly_qverdict *cls_verdict;
     tly_qty *cls_acc;              /* nclasses x naccres charges */
     const char **cls_problem;
+    tly_dra *dra;                  /* DRA devices, claims and their charges */
+    tly_dra_choice dra_try;        /* the current candidate node's DRA choice */
     uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
 };
 
@@ -236,6 +240,41 @@ static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_acc
 }
 
 /*
+** What a DRA choice adds to a charge: its GPU devices count as whole GPUs in
+** the gpu dimension and for every AccountedResource source on nvidia.com/gpu
+** (or amd.com/gpu) that matches the node; dra sources charge their devices;
+** gpu-memory the devices' memory capacity.
+*/
+static void add_dra(tly_podsched *ps, const pstate *p, uint32_t node, const tly_dra_choice *ch,
+                    tly_qty res[TLY_QR_COUNT], tly_qty *acc, const char **problem)
+{
+    uint32_t g = tly_dra_gpu_devices(ch);
+    if (g)
+        tly_qty_add(res[TLY_QR_GPU], tly_hundredths_qty((uint64_t)g * 100), &res[TLY_QR_GPU]);
+    if (!acc)
+        return;
+    const uint8_t *row = ps->match.bits + (size_t)node * ps->match.nsrc;
+    for (uint32_t k = 0; k < tly_queues_naccres(ps->qs); k++) {
+        const tly_accres *ar = tly_queues_accres(ps->qs, k);
+        if (tly_queues_accres_is_gpu_memory(ps->qs, k)) {
+            tly_qty_add(acc[k], tly_dra_gpu_memory(ch), &acc[k]);
+            continue;
+        }
+        for (uint32_t i = 0; i < ar->nsources && g; i++) {
+            const tly_accsrc *src = &ar->sources[i];
+            if (src->kind == TLY_SRC_RESOURCE_NAME &&
+                (src->resource_id == TLY_R_NVIDIA_GPU || src->resource_id == TLY_R_AMD_GPU) &&
+                row[ps->match.off[k] + i])
+                tly_qty_add(acc[k], tly_qty_from_int(g, TLY_QFMT_DECIMAL_SI), &acc[k]);
+        }
+    }
+    const char *dp = NULL;
+    tly_dra_charges(ps->dra, ps->qs, p->res.pod, ch, acc, &dp);
+    if (dp && problem && !*problem)
+        *problem = dp;
+}
+
+/*
 ** The charge of pod p on node `node` for checking only: the three KAI
 ** dimensions and the AccountedResources (into acc, caller's buffer). No
 ** allocation: this runs for every candidate node.
@@ -251,6 +290,8 @@ static void node_charge(tly_podsched *ps, const pstate *p, uint32_t node, tly_qc
     c->accounted = acc;
     tly_accounted_charges_matched(ps->qs, p->res.pod, &p->req, &ps->match, node, mem, acc, problem,
                                   ps->a);
+    if (p->res.pod->nclaims > 0)
+        add_dra(ps, p, node, &ps->dra_try, c->res, acc, problem);
 }
 
 static void add_charge(tly_qcharge *sum, const tly_qcharge *c, tly_arena *a, uint32_t nacc)
@@ -310,6 +351,8 @@ tly_podsched *tly_podsched_create(tly_store *s)
     tly_acc_match_build(&ps->match, ps->qs, nl, ps->nnodes);
     free(nl);
     ps->pg_running = tly_xcalloc(tly_store_count(s, TLY_K_PODGROUP) + 1, sizeof *ps->pg_running);
+    ps->dra = tly_dra_create(s);
+    tly_dra_choice_init(&ps->dra_try);
     uint32_t np = tly_store_count(s, TLY_K_POD);
     ps->pods = tly_xcalloc(np + 1, sizeof *ps->pods);
     for (uint32_t i = 0; i < np; i++) {
@@ -325,10 +368,22 @@ tly_podsched *tly_podsched_create(tly_store *s)
             use_node(&ps->nodes[ni], &req, 1);
             tly_gpus_place(&ps->nodes[ni].gpus, &req, true);
         }
-        if (!ours)
+        tly_dra_choice dch;
+        tly_dra_choice_init(&dch);
+        if (bound && p->nclaims > 0) {
+            /* Devices of bound pods are in use, and their claims charged to their queue. */
+            const char *why;
+            const char *qn = ours ? tly_store_pod_queue(s, p, NULL) : NULL;
+            if (tly_dra_try(ps->dra, p, p->node_name, qn, &dch, &why) == 1)
+                tly_dra_commit(ps->dra, &dch);
+        }
+        if (!ours) {
+            tly_dra_choice_free(&dch);
             continue;
+        }
         pstate *q = &ps->pods[ps->npods++];
         q->req = req;
+        q->dra = dch;
         q->res.pod = p;
         q->res.queue = tly_store_pod_queue(s, p, &q->pg);
         q->queue = tly_queues_find(ps->qs, q->res.queue);
@@ -350,6 +405,8 @@ tly_podsched *tly_podsched_create(tly_store *s)
             if (q->queue >= 0 && ni >= 0) {
                 const char *problem;
                 make_charge(ps, q, ni, true, &q->charge, &problem);
+                if (q->dra.nclaims)
+                    add_dra(ps, q, (uint32_t)ni, &q->dra, q->charge.res, q->charge.accounted, &problem);
                 tly_queues_charge(ps->qs, (uint32_t)q->queue, &q->charge, q->non_preemptible, 1);
                 memcpy(q->res.accounted, q->charge.accounted,
                        tly_queues_naccres(ps->qs) * sizeof(tly_qty));
@@ -411,6 +468,10 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->cls_verdict);
     free(ps->cls_acc);
     free(ps->cls_problem);
+    for (uint32_t i = 0; i < ps->npods; i++)
+        tly_dra_choice_free(&ps->pods[i].dra);
+    tly_dra_choice_free(&ps->dra_try);
+    tly_dra_destroy(ps->dra);
     free(ps->pg_running);
     tly_acc_match_free(&ps->match);
     free(ps->pods);
@@ -523,7 +584,8 @@ typedef struct {
 
 /*
 ** Can pod p go to node k now? 1 yes; 0 no for node reasons (why in *why);
-** -1 no for queue policy (verdict in *v, message formatted unless quiet).
+** -1 no for queue policy (verdict in *v, message formatted unless quiet);
+** -2 the pod's DRA claims use something tally does not evaluate (why).
 ** The AccountedResource charges on k are left in ps->acc_try.
 */
 static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
@@ -532,9 +594,22 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
     *why = misfit(ps, p, &ps->nodes[k], buf, len);
     if (*why)
         return 0;
+    bool claims = p->res.pod->nclaims > 0;
+    if (claims) {
+        /* The pod's DRA claims on this node: devices of the requested classes. */
+        int r = tly_dra_try(ps->dra, p->res.pod, ps->nodes[k].n->meta.name, p->res.queue,
+                            &ps->dra_try, why);
+        if (r == 0)
+            return 0;
+        if (r < 0)
+            return -2;
+        *why = NULL;
+    }
     uint32_t cl = ps->node_class[k], nacc = tly_queues_naccres(ps->qs);
     tly_qty *acc = ps->cls_acc + (size_t)cl * (nacc + 1);
-    if (ps->cls_epoch[cl] == ps->epoch && (ps->cls_state[cl] > 0 || v->quiet || ps->cls_verdict[cl].message)) {
+    /* A pod with claims is charged by the devices chosen on each node: no class cache. */
+    if (!claims && ps->cls_epoch[cl] == ps->epoch &&
+        (ps->cls_state[cl] > 0 || v->quiet || ps->cls_verdict[cl].message)) {
         *problem = ps->cls_problem[cl];
         if (ps->cls_state[cl] > 0) {
             memcpy(ps->acc_try, acc, nacc * sizeof *acc);
@@ -569,7 +644,8 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
 ** also counts the reasons for the message.
 */
 static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
-                      tly_qverdict *policy, bool *any_policy, char **nodes_msg)
+                      tly_qverdict *policy, bool *any_policy, char **nodes_msg,
+                      const char **unsupported)
 {
     pstate *p = &ps->pods[pi];
     char buf[160];
@@ -589,7 +665,12 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         for (uint32_t i = lo; i < ps->nnodes && best < 0; i++) {
             uint32_t k = ps->order[i];
             tly_qverdict v = {.quiet = true};
-            if (try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem) == 1) {
+            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem);
+            if (r == -2) {
+                *unsupported = tly_arena_strdup(ps->a, why);
+                return false;
+            }
+            if (r == 1) {
                 best = (int32_t)k;
                 best_problem = problem;
                 tly_qty *t = ps->acc_best;
@@ -608,6 +689,10 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         for (uint32_t k = 0; k < ps->nnodes; k++) {
             tly_qverdict v = {.quiet = *any_policy};
             int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem);
+            if (r == -2) {
+                *unsupported = tly_arena_strdup(ps->a, why);
+                return false;
+            }
             if (r == 0) {
                 count_reason(&counts, &nc, why, ps->a);
                 continue;
@@ -645,6 +730,22 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     make_charge(ps, p, best, false, &best_charge, NULL);
     best_charge.accounted = tly_arena_alloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
     memcpy(best_charge.accounted, ps->acc_best, tly_queues_naccres(ps->qs) * sizeof(tly_qty));
+    if (p->res.pod->nclaims > 0) {
+        /* Choose the devices on the chosen node again (the scan moved on) and take them. */
+        const char *dwhy;
+        tly_dra_choice_free(&p->dra);
+        tly_dra_choice_init(&p->dra);
+        tly_dra_try(ps->dra, p->res.pod, n->n->meta.name, p->res.queue, &p->dra, &dwhy);
+        tly_dra_commit(ps->dra, &p->dra);
+        uint32_t g = tly_dra_gpu_devices(&p->dra);
+        if (g) {
+            tly_qty gq = tly_hundredths_qty((uint64_t)g * 100), cur, sum;
+            tly_qty_add(best_charge.res[TLY_QR_GPU], gq, &best_charge.res[TLY_QR_GPU]);
+            cur = tly_rlist_get(&best_charge.all, TLY_R_NVIDIA_GPU, NULL);
+            tly_qty_add(cur, gq, &sum);
+            tly_rlist_set(&best_charge.all, ps->a, TLY_R_NVIDIA_GPU, sum);
+        }
+    }
     tly_gpus_copy(&pl->before, &n->gpus);
     use_node(n, &p->req, 1);
     tly_gpus_place(&n->gpus, &p->req, true);
@@ -666,6 +767,11 @@ static void undo(tly_podsched *ps, placement *pl)
     n->gpus = pl->before;
     reorder(ps, (uint32_t)pl->node);
     tly_queues_charge(ps->qs, (uint32_t)p->queue, &p->charge, p->non_preemptible, -1);
+    if (p->dra.nclaims) {
+        tly_dra_undo(ps->dra, &p->dra);
+        tly_dra_choice_free(&p->dra);
+        tly_dra_choice_init(&p->dra);
+    }
     p->node = -1;
     p->res.message = NULL;
 }
@@ -685,9 +791,6 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
                    tly_arena_printf(ps->a, "the pod has the scheduling gate %s, which is not tally's; it is not placed until the gate is removed", gate));
         } else if (p->req.invalid) {
             decide(p, "Invalid", p->req.reason, p->req.message);
-        } else if (p->res.pod->nclaims > 0) {
-            decide(p, "Unschedulable", "UnsupportedConstraint",
-                   "the pod uses DRA resource claims, which this build of tally does not allocate");
         } else if (p->res.pod->has_pod_affinity || p->res.pod->has_topology_spread) {
             decide(p, "Unschedulable", "UnsupportedConstraint",
                    p->res.pod->has_pod_affinity
@@ -714,6 +817,20 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
         return;
     }
     bool gating = tly_queues_gating(ps->qs, (uint32_t)q);
+    /* A claim shared with pods of another queue would blur whose usage it is. */
+    for (uint32_t k = 0; k < n; k++) {
+        char *msg = NULL;
+        if (ps->pods[unit[k]].res.pod->nclaims > 0 &&
+            !tly_dra_claim_queue_check(ps->dra, ps->pods[unit[k]].res.pod, first->res.queue, &msg)) {
+            tly_qverdict sv = {.reason = "SharedResourceClaimAcrossQueues",
+                               .message = tly_arena_strdup(ps->a, msg ? msg : "shared claim")};
+            free(msg);
+            for (uint32_t j = 0; j < n; j++)
+                held(ps, &ps->pods[unit[j]], &sv);
+            return;
+        }
+        free(msg);
+    }
     /* Job level: the whole workload against spec.resources. */
     tly_qcharge sum;
     memset(&sum, 0, sizeof sum);
@@ -741,11 +858,16 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
     char **msgs = tly_arena_zalloc(ps->a, n * sizeof *msgs);
     bool *pol = tly_arena_zalloc(ps->a, n * sizeof *pol);
     tly_qverdict *pols = tly_arena_zalloc(ps->a, n * sizeof *pols);
+    const char **unsup = tly_arena_zalloc(ps->a, n * sizeof *unsup);
     for (uint32_t k = 0; k < n; k++) {
         bool anyp = false;
         tly_qverdict pv = {0};
-        if (place_pod(ps, unit[k], gating, &pl[placed], &pv, &anyp, &msgs[k])) {
+        if (place_pod(ps, unit[k], gating, &pl[placed], &pv, &anyp, &msgs[k], &unsup[k])) {
             placed++;
+            continue;
+        }
+        if (unsup[k]) {
+            decide(&ps->pods[unit[k]], "Unschedulable", "UnsupportedConstraint", unsup[k]);
             continue;
         }
         pol[k] = anyp;
@@ -784,6 +906,8 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
                           : "";
     for (uint32_t k = 0; k < n; k++) {
         pstate *p = &ps->pods[unit[k]];
+        if (unsup[k])
+            continue;  /* already decided: UnsupportedConstraint */
         if (any_policy) {
             tly_qverdict gv = policy;
             gv.message = tly_arena_printf(ps->a, "%s%s", gang, policy.message);
@@ -1017,13 +1141,13 @@ void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
             fits++;
             continue;
         }
-        if (r < 0) {
+        if (r == -1) {
             if (!have_first)
                 first = nv;
             have_first = true;
             why = verdict_text(ps, &nv);
         }
-        count_reason(&counts, &nc, why, ps->a);
+        count_reason(&counts, &nc, why, ps->a);  /* -2: the unsupported DRA claim text */
     }
     fprintf(out, "\nNodes now (%u):\n", ps->nnodes);
     if (fits)

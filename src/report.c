@@ -755,12 +755,10 @@ static void write_heatmap(FILE *out, tly_store *s, tly_runsched *rs)
                                             : (tly_qty_sign(used) > 0 ? 99999 : 0);
             bool over = tly_qty_cmp(used, cap) > 0;
             int shade = pct / 10 > 10 ? 10 : pct / 10;
-            char cls[8];
             if (over)
-                snprintf(cls, sizeof cls, "hx");
+                fputs("<td class=\"cell hx\" data-resource=\"", out);
             else
-                snprintf(cls, sizeof cls, "h%d", shade);
-            fprintf(out, "<td class=\"cell %s\" data-resource=\"", cls);
+                fprintf(out, "<td class=\"cell h%d\" data-resource=\"", shade);
             esc(out, tly_names_str(names, cols[k].id));
             fprintf(out, "\" data-pct=\"%d\" title=\"", pct);
             esc(out, tly_names_str(names, cols[k].id));

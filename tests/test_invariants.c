@@ -48,7 +48,8 @@
 ** TALLY_PROPERTY_CASES  number of clusters and of Run sequences (default below);
 ** TALLY_PROPERTY_SEED   run only this seed (both engines), to reproduce a failure;
 ** TALLY_PROPERTY_DUMP   a directory: each case's input is written there as
-**                       pods-<seed>.yaml / runs-<seed>.yaml (for `tally simulate`).
+**                       pods-<seed>.yaml / runs-<seed>.yaml (for `tally simulate`);
+** TALLY_PROPERTY_VERBOSE=1  print each seed before its case (for a sanitizer stop).
 ** A failure names the engine, the seed and the property.
 */
 #include <stdarg.h>
@@ -58,9 +59,11 @@
 #include <cmocka.h>
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "tally/accounted.h"
@@ -74,8 +77,8 @@
 #include "tally/resource.h"
 #include "tally/runsched.h"
 
-/* Cases per engine in `make test` (about 10 s for the whole binary under ASan on 2 cores). */
-#define DEFAULT_CASES 300
+/* Cases per engine in `make test`: about 3 s plain, 10 s under ASan + UBSan on 2 cores. */
+#define DEFAULT_CASES 1000
 
 /* ---- configuration and failure reporting ---------------------------------- */
 
@@ -83,6 +86,7 @@ static uint32_t g_cases = DEFAULT_CASES;
 static bool g_have_only;
 static uint64_t g_only;
 static const char *g_dump;
+static bool g_verbose;
 
 static char g_fail[4096];
 static uint64_t g_seed;
@@ -109,6 +113,47 @@ static bool failf(const char *fmt, ...)
             return failf(__VA_ARGS__);   \
     } while (0)
 
+/*
+** An abort() (ASan's abort_on_error, an assertion in the library) ends the
+** process before cmocka can print anything: name the case first, so that
+** such a finding is as reproducible as a failed property. UBSan's
+** halt_on_error exits without a signal: TALLY_PROPERTY_VERBOSE=1 prints each
+** case's seed before it runs, and the last one printed is the culprit.
+*/
+static volatile sig_atomic_t g_announced;
+
+static void announce_case(void)
+{
+    if (g_announced)
+        return;
+    g_announced = 1;
+    char buf[128] = "\ntest_invariants: stopped in the ";
+    size_t n = strlen(buf);
+    for (const char *e = g_engine; *e && n < 60; e++)
+        buf[n++] = *e;
+    for (const char *e = " case with TALLY_PROPERTY_SEED="; *e; e++)
+        buf[n++] = *e;
+    char digits[24];
+    size_t k = 0;
+    uint64_t v = g_seed;
+    do {
+        digits[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && k < sizeof digits);
+    while (k)
+        buf[n++] = digits[--k];
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, n);
+    (void)w;
+}
+
+static void on_abort(int sig)
+{
+    announce_case();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void read_config(void)
 {
     const char *c = getenv("TALLY_PROPERTY_CASES");
@@ -121,6 +166,8 @@ static void read_config(void)
     }
     const char *d = getenv("TALLY_PROPERTY_DUMP");
     g_dump = d && *d ? d : NULL;
+    const char *v = getenv("TALLY_PROPERTY_VERBOSE");
+    g_verbose = v && *v && strcmp(v, "0") != 0;
 }
 
 /* ---- the generator's randomness --------------------------------------------- */
@@ -1330,6 +1377,8 @@ static void pod_case(uint64_t seed)
 {
     g_engine = "pods";
     g_seed = seed;
+    if (g_verbose)
+        fprintf(stderr, "pods seed %" PRIu64 "\n", seed);
     g_fail[0] = '\0';
     char *d1 = pods_once(seed, true, true);
     if (d1) {
@@ -1825,6 +1874,8 @@ static void run_case(uint64_t seed)
 {
     g_engine = "runs";
     g_seed = seed;
+    if (g_verbose)
+        fprintf(stderr, "runs seed %" PRIu64 "\n", seed);
     g_fail[0] = '\0';
     sbuf d1 = {0}, d2 = {0};
     runs_once(seed, true, true, &d1);
@@ -1863,6 +1914,7 @@ static void test_run_engine_invariants(void **state)
 int main(void)
 {
     read_config();
+    signal(SIGABRT, on_abort);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pod_engine_invariants),
         cmocka_unit_test(test_run_engine_invariants),

@@ -203,8 +203,9 @@ conns=$("${C[@]}" -o /dev/null -o /dev/null -w '%{num_connects} ' "$(url /health
 for c in $(seq 8); do
   (
     args=()
-    for _ in $(seq 25); do args+=(-o /dev/stdout --data-binary @"$tmp/r2.json" "$(url /validate/runs)"); done
-    "${C[@]}" -H 'Content-Type: application/json' "${args[@]}" | jq -c '.response.allowed' | sort | uniq -c
+    for _ in $(seq 25); do args+=("$(url /validate/runs)"); done
+    "${C[@]}" -H 'Content-Type: application/json' --data-binary @"$tmp/r2.json" "${args[@]}" \
+      | jq -c '.response.allowed' | sort | uniq -c
   ) >"$tmp/conc$c" &
 done
 wait $(jobs -p | grep -v "^$MAIN_PID$") 2>/dev/null
