@@ -402,6 +402,12 @@ tly_podsched *tly_podsched_create(tly_store *s)
                 ps->pg_running[pg_index(s, q->pg)]++;
             q->res.node = p->node_name;
             q->done = true;
+            if (ni < 0)
+                tly_diags_add(tly_store_diags(s), TLY_SEV_NOTE, p->meta.src.file, p->meta.src.line,
+                              p->meta.src.col, "Pod",
+                              tly_arena_printf(ps->a, "%s/%s", p->meta.ns, p->meta.name), "spec.nodeName",
+                              "runs on node %s, which is not in the input; its queue charges are not counted",
+                              p->node_name);
             if (q->queue >= 0 && ni >= 0) {
                 const char *problem;
                 make_charge(ps, q, ni, true, &q->charge, &problem);

@@ -890,7 +890,8 @@ void tly_runsched_set_capacity(tly_runsched *rs, uint32_t pod, const tly_rlist *
 {
     rpod *p = &rs->pods[pod];
     p->cap.v = tly_arena_alloc(rs->a, (capacity->n + 1) * sizeof *p->cap.v);
-    memcpy(p->cap.v, capacity->v, capacity->n * sizeof *p->cap.v);
+    if (capacity->n)
+        memcpy(p->cap.v, capacity->v, capacity->n * sizeof *p->cap.v);
     p->cap.n = capacity->n;
     tly_runtimed_set_capacity(p->rd, &p->cap);
     p->dirty = true;

@@ -12,6 +12,10 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# Sanitizer builds use about three times the memory: scale the bounds.
+scale=1
+case "$TALLY" in *asan*) scale=3 ;; esac
+
 # run NAME FILE MAX_RSS_MB: validate must finish in 30 s, exit 0 or 1 (never a
 # signal), print at least one problem line for broken input, and stay under the bound.
 run() {
@@ -21,7 +25,7 @@ run() {
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then bad "$name: exit $rc (crash or timeout)"; return; fi
   ok
   local kb; kb=$(tail -1 "$tmp/time")
-  [ "$kb" -le $((max * 1024)) ] && ok || bad "$name: peak RSS ${kb} KB over ${max} MB"
+  [ "$kb" -le $((max * 1024 * scale)) ] && ok || bad "$name: peak RSS ${kb} KB over $((max * scale)) MB"
   if [ "$want_problem" = yes ]; then
     grep -q ": error: " "$tmp/out" && ok || bad "$name: no error line"
   fi
