@@ -872,7 +872,13 @@ tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
     struct fy_diag *diag = fy_diag_create(&dcfg);
     if (!diag)
         tly_oom();
-    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE, .diag = diag};
+    fy_diag_set_collect_errors(diag, true);
+    /* JSON mode: these values (AdmissionReviews, the kruntimes.io/capacities
+       annotation) are JSON, and libfyaml 0.7.12 leaks a 2 KiB buffer on an
+       unterminated single-quoted YAML scalar in flow context (found by
+       fuzz/fuzz_admit.c), which JSON mode rejects before that path. */
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG | FYPCF_JSON_FORCE,
+                               .diag = diag};
     L.fyp = fy_parser_create(&cfg);
     if (!L.fyp)
         tly_oom();

@@ -411,8 +411,15 @@ tly_podsched *tly_podsched_create(tly_store *s)
             if (q->queue >= 0 && ni >= 0) {
                 const char *problem;
                 make_charge(ps, q, ni, true, &q->charge, &problem);
-                if (q->dra.nclaims)
+                if (q->dra.nclaims) {
                     add_dra(ps, q, (uint32_t)ni, &q->dra, q->charge.res, q->charge.accounted, &problem);
+                    uint32_t g = tly_dra_gpu_devices(&q->dra);
+                    if (g) {
+                        tly_qty cur = tly_rlist_get(&q->charge.all, TLY_R_NVIDIA_GPU, NULL), sum;
+                        tly_qty_add(cur, tly_hundredths_qty((uint64_t)g * 100), &sum);
+                        tly_rlist_set(&q->charge.all, ps->a, TLY_R_NVIDIA_GPU, sum);
+                    }
+                }
                 tly_queues_charge(ps->qs, (uint32_t)q->queue, &q->charge, q->non_preemptible, 1);
                 memcpy(q->res.accounted, q->charge.accounted,
                        tly_queues_naccres(ps->qs) * sizeof(tly_qty));
@@ -825,17 +832,15 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
     bool gating = tly_queues_gating(ps->qs, (uint32_t)q);
     /* A claim shared with pods of another queue would blur whose usage it is. */
     for (uint32_t k = 0; k < n; k++) {
-        char *msg = NULL;
+        char *msg = NULL;  /* owned by the DRA handle */
         if (ps->pods[unit[k]].res.pod->nclaims > 0 &&
             !tly_dra_claim_queue_check(ps->dra, ps->pods[unit[k]].res.pod, first->res.queue, &msg)) {
             tly_qverdict sv = {.reason = "SharedResourceClaimAcrossQueues",
                                .message = tly_arena_strdup(ps->a, msg ? msg : "shared claim")};
-            free(msg);
             for (uint32_t j = 0; j < n; j++)
                 held(ps, &ps->pods[unit[j]], &sv);
             return;
         }
-        free(msg);
     }
     /* Job level: the whole workload against spec.resources. */
     tly_qcharge sum;
@@ -923,9 +928,27 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
             decide(p, "Unschedulable", "Unschedulable", tly_arena_printf(ps->a, "%s%s", gang, m2));
         }
     }
-    /* Passed the queue checks but fits no node: Reserved for later workloads. */
-    if (!any_policy && gating)
-        tly_queues_reserve(ps->qs, (uint32_t)q, &sum, np);
+    /* Passed the queue checks but fits no node: Reserved for later workloads.
+       Pods refused as UnsupportedConstraint are not waiting for room: they
+       reserve nothing. */
+    if (!any_policy && gating) {
+        tly_qcharge rsv;
+        memset(&rsv, 0, sizeof rsv);
+        bool any = false;
+        for (uint32_t k = 0; k < n; k++) {
+            if (unsup[k])
+                continue;
+            tly_qcharge c;
+            pstate *p = &ps->pods[unit[k]];
+            make_charge(ps, p, -1, false, &c, NULL);
+            c.accounted = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
+            tly_accounted_charges_job(ps->qs, p->res.pod, &p->req, ps->max_gpu_mem, c.accounted, ps->a);
+            add_charge(&rsv, &c, ps->a, nacc);
+            any = true;
+        }
+        if (any)
+            tly_queues_reserve(ps->qs, (uint32_t)q, &rsv, np);
+    }
 }
 
 /* ---- order ------------------------------------------------------------------------- */

@@ -59,8 +59,9 @@ bool tly_node_is_scalar(const tly_node *n);
 /* A deep copy of n into arena a (for opaque data kept past decoding). */
 tly_node *tly_node_copy(const tly_node *n, tly_arena *a);
 /*
-** Parses one small YAML or JSON value (an annotation's content) into a tree
-** in arena a; NULL if it is not exactly one well-formed value (src/load.c).
+** Parses one small JSON value (an AdmissionReview, an annotation's content)
+** into a tree in arena a; NULL if it is not exactly one well-formed JSON
+** value (src/load.c).
 */
 tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a);
 /* Classifies a plain (unquoted) scalar's text under YAML 1.2's core schema. */
