@@ -188,14 +188,16 @@ static const char *strlit(cparse *ps)
         return NULL;
     if (ps->p[1] == q && ps->p[2] == q)
         return fail(ps, "triple-quoted strings are not supported"), NULL;
-    const char *start = ++ps->p;
-    size_t cap = 1;
-    for (const char *t = start; *t && *t != q; t++)
-        cap++;
+    ++ps->p;
+    /* The rest of the expression bounds the literal (escaped quotes included;
+       found by fuzz/fuzz_cel.c when the bound stopped at an escaped quote). */
+    size_t cap = strlen(ps->p) + 1;
     char *out = tly_arena_alloc(ps->a, cap), *o = out;
     while (*ps->p && *ps->p != q) {
         char c = *ps->p++;
         if (c == '\\') {
+            if (*ps->p == '\0')
+                return fail(ps, "unterminated string literal"), NULL;
             char e = *ps->p++;
             switch (e) {
             case '\\': c = '\\'; break;

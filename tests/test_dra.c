@@ -365,6 +365,11 @@ static void test_cel_unsupported(void **state)
     expect_unsupported("device.attributes[\"d\"].mig == true ? 1 : 2", "unexpected '?");
     expect_unsupported("device.attributes[\"d\"].exists(x, x == 1)", "exists");
     expect_unsupported("true < false", "booleans have no order");
+    /* Found by fuzz/fuzz_cel.c: escaped quotes longer than the first quote
+       suggests, and a backslash at the very end, once read out of bounds. */
+    expect_unsupported("'t\\'\\'at\\'*\\'\\'\\'at\\'\\'attrWt\\'\\'t\\'\\'atWt\\'\\'t\\'\\'",
+                       "unterminated string literal");
+    expect_unsupported("device.driver == \"abc\\", "unterminated string literal");
 }
 
 /* A claim whose selector is unsupported makes the pod -1 with the expression quoted. */
