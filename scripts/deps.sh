@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tally needs to build, test and run, but only
 # those that are missing: dpkg -s first, apt-get only when something is absent.
-# Usage: scripts/deps.sh [build|test|extra|bench|browser]
-#   (test, extra and bench include build; browser adds Debian's headless
+# Usage: scripts/deps.sh [build|test|extra|bench|webbench|browser]
+#   (test, extra and bench include build; webbench adds wrk and nginx for the
+#   webhook benchmark, scripts/bench-webhook.sh; browser adds Debian's headless
 #   Chromium and a font for the HTML report's browser test, tests/browser/)
 set -euo pipefail
 level=${1:-build}
@@ -13,8 +14,9 @@ case "$level" in
   test) pkgs+=(libcmocka-dev jq openssl curl) ;;
   extra) pkgs+=(libcmocka-dev jq openssl curl clang libclang-rt-14-dev valgrind time) ;;
   bench) pkgs+=(libcmocka-dev jq openssl curl valgrind time hyperfine) ;;
+  webbench) pkgs+=(wrk nginx openssl curl) ;;
   browser) pkgs+=(chromium fonts-dejavu-core) ;;
-  *) echo "deps.sh: unknown level '$level' (build, test, extra, bench, browser)" >&2; exit 2 ;;
+  *) echo "deps.sh: unknown level '$level' (build, test, extra, bench, webbench, browser)" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${pkgs[@]}"; do

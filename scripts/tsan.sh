@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The runtimed admission cache under ThreadSanitizer: builds only the
-# test_runtimed target in build-tsan/ (the rest of the suite is single-
-# threaded and gains nothing from TSan) and runs it; any data race halts the
-# run with a non-zero exit.
+# The multi-threaded parts under ThreadSanitizer: the runtimed admission
+# cache (test_runtimed: 8 threads reserving and releasing), the resize
+# reservation ledger of `tally serve --reserve-upsizes` (test_upsize: 16
+# threads admitting upsizes against a nearly full queue), and the webhook
+# server itself (cli_serve: concurrent clients, SIGHUP state swaps while
+# requests are in flight, certificate reloads). The rest of the suite is
+# single-threaded and gains nothing from TSan. Any data race halts the run
+# with a non-zero exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
@@ -10,6 +14,11 @@ JOBS=${JOBS:-2}
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTALLY_TESTS=ON \
   -DCMAKE_C_FLAGS="-fsanitize=thread -g -O1" \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null
-cmake --build build-tsan -j "$JOBS" --target test_runtimed >/dev/null
-TSAN_OPTIONS=halt_on_error=1 ./build-tsan/test_runtimed
+cmake --build build-tsan -j "$JOBS" --target test_runtimed test_upsize tally >/dev/null
+export TSAN_OPTIONS=halt_on_error=1
+./build-tsan/test_runtimed
 echo "tsan: test_runtimed clean"
+./build-tsan/test_upsize
+echo "tsan: test_upsize clean"
+bash tests/cli/serve.sh build-tsan/tally
+echo "tsan: tally serve (tests/cli/serve.sh) clean"
