@@ -194,15 +194,17 @@ static void print_queue_rows(tly_queues *qs, tly_names *names, int32_t parent, i
             continue;
         const tly_queue *q = tly_queues_queue(qs, i);
         const tly_rvec *al = tly_queues_allocated(qs, i);
-        printf("  %*s%-*s cpu %s, memory %s, gpu %s", depth * 2, "", 24 - depth * 2, q->meta.name,
-               qtext(tly_rvec_get(al, TLY_R_CPU), u), qtext(tly_rvec_get(al, TLY_R_MEMORY), l),
-               qtext(tly_rvec_get(al, TLY_R_NVIDIA_GPU), g));
+        printf("  %*s%-*s cpu %s, memory %s, nvidia.com/gpu %s", depth * 2, "", 24 - depth * 2,
+               q->meta.name, qtext(tly_rvec_get(al, TLY_R_CPU), u),
+               qtext(tly_rvec_get(al, TLY_R_MEMORY), l), qtext(tly_rvec_get(al, TLY_R_NVIDIA_GPU), g));
+        bool first = true;
         for (uint32_t a = 0; a < tly_queues_naccres(qs); a++) {
             tly_qty lim = tly_queues_accounted_limit(qs, i, a);
             if (tly_qty_sign(lim) < 0)
                 continue;
-            printf(", %s %s/%s", tly_queues_accres(qs, a)->meta.name,
+            printf("%s%s %s/%s", first ? "; accounted " : ", ", tly_queues_accres(qs, a)->meta.name,
                    qtext(tly_queues_accounted_used(qs, i, a), u), qtext(lim, l));
+            first = false;
         }
         if (tly_queues_missing_ref(qs, i))
             printf("  [AccountedResourceNotFound: %s]", tly_queues_missing_ref(qs, i));
