@@ -106,3 +106,22 @@ if command -v valgrind >/dev/null; then
   printf '%-34s %10s %14s %14s %8s\n' "instructions / pod" "500/50/20/2000" \
     "$(awk -v a="$ir" 'BEGIN { printf "%.0f", a / 2000 }')" "-" "-"
 fi
+
+# ---- Resize admission (issue 5): decisions/s in a 4-level queue tree, 10,000 running pods ----
+cmake --build build-bench -j 2 --target bench-resize >/dev/null
+RESIZE_DECISIONS=${BENCH_RESIZE_DECISIONS:-200}
+out=$(build-bench/bench-resize "$RESIZE_DECISIONS" 10000)
+r=$(sed -n 's/.*: \([0-9]*\) decisions\/s$/\1/p' <<<"$out")
+printf '%-34s %10s %14s %14s %8s\n' "resize decisions/s (review decoded)" "10000p/4lv" "$r" "-" "-"
+if command -v valgrind >/dev/null; then
+  ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect=decide \
+       build-bench/bench-resize 10 10000 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+  printf '%-34s %10s %14s %14s %8s\n' "instructions / resize decision" "10000p/4lv" \
+    "$(awk -v a="$ir" 'BEGIN { printf "%.0f", a / 10 }')" "-" "-"
+fi
+
+# ---- Webhook (issue 6): wrk against tally serve and nginx's static 200, same run ----
+# Installs wrk and nginx (scripts/deps.sh webbench); BENCH_WEBHOOK=0 skips it.
+if [ "${BENCH_WEBHOOK:-1}" != 0 ]; then
+  scripts/bench-webhook.sh
+fi

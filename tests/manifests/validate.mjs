@@ -1,0 +1,384 @@
+// Checks the manifests in deploy/ without an API server (run by tests/cli/manifests.sh):
+//  1. every object in deploy/*.yaml against the upstream Kubernetes OpenAPI schemas
+//     (kubernetes-models' .validate()); cert-manager Issuer/Certificate by a hand-written check;
+//  2. the webhook rules of the serve issue (failure policies, sideEffects, review versions,
+//     timeouts, contract section 7 paths, cert-manager CA injection) and the wiring between the
+//     objects (Service, Deployment args and mounts, probes, certificate secret, PDB, RBAC);
+//  3. the CRD's schema: structural shape, then the shipped examples (deploy/examples/) against
+//     the AccountedResource schema and the Queue patch's schema (ajv; the CEL rules are not
+//     evaluated: `tally validate` covers them);
+//  4. the JSON patches in deploy/patches/ (shape, and their schemas compile).
+// Usage: node validate.mjs [DEPLOY_DIR]        (default ../../deploy)
+//        node validate.mjs --serve-args [DEPLOY_DIR]   prints the Deployment's tally args, one a line
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import yaml from "js-yaml";
+import Ajv from "ajv";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const argv = process.argv.slice(2);
+const serveArgsOnly = argv[0] === "--serve-args";
+if (serveArgsOnly) argv.shift();
+const deployDir = path.resolve(argv[0] ?? path.join(here, "../../deploy"));
+
+// ---- loading ---------------------------------------------------------------------------------
+function yamlFiles(dir) {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => path.join(dir, f));
+}
+function loadDocs(file) {
+  const docs = [];
+  // line numbers: js-yaml gives none per document, so count the '---' separators ourselves
+  const text = fs.readFileSync(file, "utf8");
+  const starts = [1];
+  text.split("\n").forEach((l, i) => { if (/^---\s*$/.test(l)) starts.push(i + 2); });
+  let i = 0;
+  yaml.loadAll(text, (d) => { if (d != null) docs.push({ doc: d, file, line: starts[i] ?? 1 }); i++; });
+  return docs;
+}
+const rel = (f) => path.relative(process.cwd(), f) || f;
+
+let passed = 0, failed = 0;
+function report(where, what, errors) {
+  if (errors.length === 0) { passed++; console.log(`ok   ${where} ${what}`); }
+  else { failed++; console.log(`FAIL ${where} ${what}`); for (const e of errors) console.log(`       ${e}`); }
+}
+
+const top = [];
+for (const f of yamlFiles(deployDir)) {
+  try { top.push(...loadDocs(f)); }
+  catch (e) { report(rel(f), "(YAML)", [e.message.split("\n")[0]]); }
+}
+const objs = top.filter((d) => d.doc && typeof d.doc === "object" && !Array.isArray(d.doc));
+const find = (kind, name, ns) => objs.map((o) => o.doc).find((o) => o.kind === kind && o.metadata?.name === name && (ns === undefined || o.metadata?.namespace === ns));
+const ofKind = (kind) => objs.map((o) => o.doc).filter((o) => o.kind === kind);
+
+// ---- --serve-args ----------------------------------------------------------------------------
+if (serveArgsOnly) {
+  const dep = ofKind("Deployment")[0];
+  const c = dep?.spec?.template?.spec?.containers?.[0];
+  if (!c) { console.error("no Deployment with a container"); process.exit(1); }
+  for (const a of c.args ?? []) console.log(a);
+  process.exit(0);
+}
+
+// ---- 1. upstream schemas ---------------------------------------------------------------------
+// apiVersion -> kubernetes-models module path ("v1" -> kubernetes-models/v1, "apps/v1" -> .../apps/v1)
+async function modelFor(apiVersion, kind) {
+  if (typeof apiVersion !== "string" || typeof kind !== "string") return null;
+  if (!/^([a-z0-9.-]+\/)?v[0-9]+((alpha|beta)[0-9]+)?$/.test(apiVersion)) return null;
+  try {
+    const mod = await import(`kubernetes-models/${apiVersion}`);
+    return typeof mod[kind] === "function" ? mod[kind] : null;
+  } catch { return null; }
+}
+const errorsOf = (e) => (e?.errors?.length ? e.errors.map((x) => `${x.instancePath || "/"}: ${x.message}`) : [String(e?.message ?? e)]);
+
+// Go duration as cert-manager parses it (time.ParseDuration), in seconds
+function goDuration(s) {
+  if (typeof s !== "string" || !/^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$/.test(s)) return null;
+  const mult = { ns: 1e-9, us: 1e-6, "µs": 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
+  let t = 0;
+  for (const m of s.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) t += parseFloat(m[1]) * mult[m[2]];
+  return t;
+}
+const onlyKeys = (o, allowed, where) =>
+  Object.keys(o ?? {}).filter((k) => !allowed.includes(k)).map((k) => `${where}: unknown field "${k}"`);
+const dns1123 = (s) => typeof s === "string" && s.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(s);
+
+// cert-manager.io/v1: the fields used here and their allowed values (cert-manager's API reference)
+function checkIssuer(o) {
+  const e = [];
+  if (!dns1123(o.metadata?.name)) e.push("metadata.name: not a DNS subdomain");
+  if (o.kind === "Issuer" && !o.metadata?.namespace) e.push("metadata.namespace: an Issuer is namespaced");
+  const kinds = ["selfSigned", "ca", "acme", "vault", "venafi"];
+  const set = kinds.filter((k) => o.spec && k in o.spec);
+  if (set.length !== 1) e.push(`spec: exactly one of ${kinds.join(", ")} (found ${set.length})`);
+  e.push(...onlyKeys(o.spec, kinds, "spec"));
+  if (o.spec?.ca && typeof o.spec.ca.secretName !== "string") e.push("spec.ca.secretName: required");
+  return e;
+}
+function checkCertificate(o) {
+  const e = [], s = o.spec ?? {};
+  if (!dns1123(o.metadata?.name)) e.push("metadata.name: not a DNS subdomain");
+  if (!o.metadata?.namespace) e.push("metadata.namespace: a Certificate is namespaced");
+  e.push(...onlyKeys(s, ["secretName", "secretTemplate", "commonName", "dnsNames", "ipAddresses", "uris", "emailAddresses",
+    "duration", "renewBefore", "renewBeforePercentage", "privateKey", "usages", "issuerRef", "isCA", "subject",
+    "literalSubject", "keystores", "revisionHistoryLimit", "encodeUsagesInRequest", "additionalOutputFormats",
+    "nameConstraints", "otherNames", "signatureAlgorithm"], "spec"));
+  if (!dns1123(s.secretName)) e.push("spec.secretName: required, a DNS subdomain");
+  if (!Array.isArray(s.dnsNames) || s.dnsNames.length === 0 || !s.dnsNames.every(dns1123))
+    e.push("spec.dnsNames: a non-empty list of DNS names");
+  if (!s.issuerRef || typeof s.issuerRef.name !== "string") e.push("spec.issuerRef.name: required");
+  else {
+    e.push(...onlyKeys(s.issuerRef, ["name", "kind", "group"], "spec.issuerRef"));
+    if (s.issuerRef.kind !== undefined && !["Issuer", "ClusterIssuer"].includes(s.issuerRef.kind)) e.push("spec.issuerRef.kind: Issuer or ClusterIssuer");
+    if (s.issuerRef.group !== undefined && s.issuerRef.group !== "cert-manager.io") e.push("spec.issuerRef.group: cert-manager.io");
+  }
+  const d = s.duration === undefined ? 90 * 24 * 3600 : goDuration(s.duration);
+  if (d === null) e.push(`spec.duration: "${s.duration}" is not a Go duration`);
+  else if (d < 3600) e.push("spec.duration: at least 1h (cert-manager's minimum)");
+  if (s.renewBefore !== undefined) {
+    const r = goDuration(s.renewBefore);
+    if (r === null) e.push(`spec.renewBefore: "${s.renewBefore}" is not a Go duration`);
+    else if (d !== null && r >= d) e.push("spec.renewBefore: must be shorter than spec.duration");
+  }
+  const pk = s.privateKey ?? {};
+  e.push(...onlyKeys(pk, ["algorithm", "size", "encoding", "rotationPolicy"], "spec.privateKey"));
+  const sizes = { RSA: [2048, 3072, 4096, 8192, undefined], ECDSA: [256, 384, 521, undefined], Ed25519: [undefined] };
+  const alg = pk.algorithm ?? "RSA";
+  if (!(alg in sizes)) e.push(`spec.privateKey.algorithm: "${alg}" is not RSA, ECDSA or Ed25519`);
+  else if (!sizes[alg].includes(pk.size)) e.push(`spec.privateKey.size: ${pk.size} is not valid for ${alg}`);
+  if (pk.rotationPolicy !== undefined && !["Never", "Always"].includes(pk.rotationPolicy)) e.push("spec.privateKey.rotationPolicy: Never or Always");
+  if (pk.encoding !== undefined && !["PKCS1", "PKCS8"].includes(pk.encoding)) e.push("spec.privateKey.encoding: PKCS1 or PKCS8");
+  const usages = ["signing", "digital signature", "content commitment", "key encipherment", "key agreement", "data encipherment",
+    "cert sign", "crl sign", "encipher only", "decipher only", "any", "server auth", "client auth", "code signing",
+    "email protection", "s/mime", "ipsec end system", "ipsec tunnel", "ipsec user", "timestamping", "ocsp signing",
+    "microsoft sgc", "netscape sgc"];
+  for (const u of s.usages ?? []) if (!usages.includes(u)) e.push(`spec.usages: unknown usage "${u}"`);
+  return e;
+}
+const handChecks = {
+  "cert-manager.io/v1 Issuer": checkIssuer,
+  "cert-manager.io/v1 ClusterIssuer": checkIssuer,
+  "cert-manager.io/v1 Certificate": checkCertificate,
+};
+
+for (const { doc, file, line } of top) {
+  const where = `${rel(file)}:${line}`;
+  if (Array.isArray(doc) || typeof doc !== "object") {
+    report(where, "(document)", ["not a Kubernetes object: JSON patches belong in deploy/patches/"]);
+    continue;
+  }
+  const what = `${doc.apiVersion} ${doc.kind} ${doc.metadata?.namespace ? doc.metadata.namespace + "/" : ""}${doc.metadata?.name}`;
+  const Model = await modelFor(doc.apiVersion, doc.kind);
+  if (Model) {
+    try { new Model(doc).validate(); report(where, `${what} (schema)`, []); }
+    catch (e) { report(where, `${what} (schema)`, errorsOf(e)); }
+  } else if (handChecks[`${doc.apiVersion} ${doc.kind}`]) {
+    report(where, `${what} (hand check)`, handChecks[`${doc.apiVersion} ${doc.kind}`](doc));
+  } else {
+    report(where, what, ["no schema for this apiVersion/kind: add one to validate.mjs"]);
+  }
+}
+
+// ---- 2. webhook rules and wiring -------------------------------------------------------------
+const expected = {
+  "/validate/pods-resize": { failurePolicy: "Ignore", group: "", versions: ["v1"], resource: "pods/resize", ops: ["UPDATE"], scope: "Namespaced" },
+  "/validate/queues": { failurePolicy: "Fail", group: "scheduling.run.ai", versions: ["v2"], resource: "queues", ops: ["CREATE", "UPDATE"], scope: "Cluster" },
+  "/validate/accountedresources": { failurePolicy: "Fail", group: "scheduling.run.ai", versions: ["v1alpha1"], resource: "accountedresources", ops: ["CREATE", "UPDATE"], scope: "Cluster" },
+  "/validate/runs": { failurePolicy: "Fail", group: "kruntimes.io", versions: ["v1alpha1"], resource: "runs", ops: ["CREATE", "UPDATE"], scope: "Namespaced" },
+};
+const services = ofKind("Service");
+const certs = ofKind("Certificate");
+const seenPaths = {};
+const webhookKeys = ["name", "clientConfig", "rules", "failurePolicy", "matchPolicy", "namespaceSelector", "objectSelector",
+  "sideEffects", "timeoutSeconds", "admissionReviewVersions", "matchConditions"];
+const vwcs = ofKind("ValidatingWebhookConfiguration");
+if (vwcs.length === 0) report("deploy", "ValidatingWebhookConfiguration", ["none found"]);
+for (const vwc of vwcs) {
+  const e = [];
+  const inject = vwc.metadata?.annotations?.["cert-manager.io/inject-ca-from"];
+  if (!inject) e.push("metadata.annotations: no cert-manager.io/inject-ca-from");
+  else {
+    const [ns, name] = inject.split("/");
+    if (!certs.some((c) => c.metadata?.namespace === ns && c.metadata?.name === name)) e.push(`cert-manager.io/inject-ca-from: no Certificate ${inject} in deploy/`);
+  }
+  const names = new Set();
+  for (const [i, w] of (vwc.webhooks ?? []).entries()) {
+    const at = `webhooks[${i}] ${w.name}`;
+    e.push(...onlyKeys(w, webhookKeys, at));
+    if (names.has(w.name)) e.push(`${at}: duplicate name`); names.add(w.name);
+    if (!dns1123(w.name) || w.name.split(".").length < 3) e.push(`${at}: name must be a DNS name with at least three segments`);
+    if (w.sideEffects !== "None") e.push(`${at}: sideEffects must be None (found ${w.sideEffects})`);
+    if (JSON.stringify(w.admissionReviewVersions) !== '["v1"]') e.push(`${at}: admissionReviewVersions must be ["v1"]`);
+    if (!Number.isInteger(w.timeoutSeconds) || w.timeoutSeconds < 1 || w.timeoutSeconds > 30) e.push(`${at}: timeoutSeconds must be set within 1-30 (found ${w.timeoutSeconds})`);
+    if (w.clientConfig?.caBundle) e.push(`${at}: clientConfig.caBundle is set; cert-manager injects it`);
+    if (w.clientConfig?.url) e.push(`${at}: clientConfig.url; use the in-cluster service`);
+    const svc = w.clientConfig?.service;
+    if (!svc) { e.push(`${at}: clientConfig.service missing`); continue; }
+    const s = services.find((x) => x.metadata?.name === svc.name && x.metadata?.namespace === svc.namespace);
+    if (!s) e.push(`${at}: no Service ${svc.namespace}/${svc.name} in deploy/`);
+    else if (!(s.spec?.ports ?? []).some((p) => p.port === (svc.port ?? 443))) e.push(`${at}: Service ${svc.name} has no port ${svc.port ?? 443}`);
+    for (const c of certs) if (s && !(c.spec?.dnsNames ?? []).includes(`${svc.name}.${svc.namespace}.svc`)) e.push(`${at}: Certificate ${c.metadata.name} lacks dnsName ${svc.name}.${svc.namespace}.svc`);
+    const exp = expected[svc.path];
+    if (!exp) { e.push(`${at}: path ${svc.path} is not one of contract section 7's validators`); continue; }
+    (seenPaths[svc.path] ??= []).push(w.name);
+    if (w.failurePolicy !== exp.failurePolicy) e.push(`${at}: failurePolicy must be ${exp.failurePolicy} (found ${w.failurePolicy ?? "Fail (default)"})`);
+    const rules = w.rules ?? [];
+    const covers = rules.some((r) => (r.apiGroups ?? []).includes(exp.group) && (r.resources ?? []).includes(exp.resource) &&
+      exp.versions.every((v) => (r.apiVersions ?? []).includes(v)) && exp.ops.every((op) => (r.operations ?? []).includes(op)));
+    if (!covers) e.push(`${at}: rules must cover ${exp.ops.join("/")} of ${exp.group || "core"}/${exp.versions.join(",")} ${exp.resource}`);
+    for (const r of rules) {
+      if ([r.apiGroups, r.apiVersions, r.resources, r.operations].some((l) => (l ?? []).includes("*"))) e.push(`${at}: wildcard in rules; list what it validates`);
+      for (const res of r.resources ?? []) if (res !== exp.resource) e.push(`${at}: resource ${res} does not belong on ${svc.path}`);
+      for (const op of r.operations ?? []) if (!exp.ops.includes(op)) e.push(`${at}: operation ${op} is not validated by ${svc.path}`);
+      if (r.scope !== undefined && r.scope !== exp.scope) e.push(`${at}: scope must be ${exp.scope}`);
+    }
+  }
+  report("deploy", `ValidatingWebhookConfiguration ${vwc.metadata?.name} (webhook rules)`, e);
+}
+{
+  const e = [];
+  for (const p of Object.keys(expected)) {
+    const n = seenPaths[p]?.length ?? 0;
+    if (n !== 1) e.push(`${p}: served by ${n} webhooks, want exactly 1`);
+  }
+  report("deploy", "contract section 7 paths (each validator exactly once)", e);
+}
+
+// wiring: Certificate -> Issuer/Secret -> Deployment mounts -> args; Service -> pods; probes; PDB; RBAC
+{
+  const e = [];
+  for (const c of certs) {
+    const ref = c.spec?.issuerRef ?? {};
+    if ((ref.kind ?? "Issuer") === "Issuer" && !find("Issuer", ref.name, c.metadata?.namespace)) e.push(`Certificate ${c.metadata.name}: no Issuer ${ref.name} in its namespace`);
+  }
+  const deps = ofKind("Deployment");
+  if (deps.length !== 1) e.push(`want one Deployment, found ${deps.length}`);
+  for (const d of deps) {
+    const ns = d.metadata?.namespace;
+    const pod = d.spec?.template ?? {};
+    const labels = pod.metadata?.labels ?? {};
+    const matches = (sel) => sel && Object.keys(sel).length > 0 && Object.entries(sel).every(([k, v]) => labels[k] === v);
+    if (!matches(d.spec?.selector?.matchLabels)) e.push("Deployment selector does not match its pod labels");
+    const c = pod.spec?.containers?.[0] ?? {};
+    const args = c.args ?? [];
+    if (args[0] !== "serve") e.push(`Deployment args must start with serve (found ${args[0]})`);
+    // flags of contract section 7 plus --log-level; --flag=value and --flag value both accepted by tally
+    const flags = {}; let cur = null;
+    for (const a of args.slice(1)) {
+      const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
+      if (m) { cur = m[1]; (flags[cur] ??= []); if (m[2] !== undefined) flags[cur].push(m[2]); }
+      else if (cur) flags[cur].push(a);
+      else e.push(`Deployment args: stray argument ${a}`);
+    }
+    for (const f of Object.keys(flags)) if (!["listen", "tls-cert", "tls-key", "state", "reserve-upsizes", "log-level"].includes(f)) e.push(`Deployment args: unknown flag --${f}`);
+    for (const f of ["listen", "tls-cert", "tls-key", "state"]) if (!flags[f]?.length) e.push(`Deployment args: --${f} missing`);
+    if (flags["reserve-upsizes"] && d.spec?.replicas !== 1) e.push("--reserve-upsizes needs replicas: 1 (the ledger is per process; docs/serve.md)");
+    const mounts = c.volumeMounts ?? [], vols = pod.spec?.volumes ?? [];
+    const volFor = (p) => {
+      const m = mounts.filter((m) => p === m.mountPath || p.startsWith(m.mountPath.replace(/\/$/, "") + "/")).sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+      return m && vols.find((v) => v.name === m.name);
+    };
+    const secret = certs[0]?.spec?.secretName;
+    for (const f of ["tls-cert", "tls-key"]) for (const p of flags[f] ?? []) {
+      const v = volFor(p);
+      if (!v?.secret) e.push(`--${f} ${p}: not on a Secret volume`);
+      else if (secret && v.secret.secretName !== secret) e.push(`--${f} ${p}: Secret ${v.secret.secretName} is not the Certificate's ${secret}`);
+    }
+    if ((flags["tls-cert"] ?? [])[0]?.split("/").pop() !== "tls.crt" || (flags["tls-key"] ?? [])[0]?.split("/").pop() !== "tls.key") e.push("--tls-cert/--tls-key must name tls.crt/tls.key (cert-manager's Secret keys)");
+    for (const p of flags.state ?? []) if (!volFor(p)) e.push(`--state ${p}: not on a mounted volume`);
+    const port = Number(/:(\d+)$/.exec(flags.listen?.[0] ?? ":8443")?.[1]);
+    const cport = (c.ports ?? []).find((p) => p.containerPort === port);
+    if (!cport) e.push(`--listen port ${port} is not a containerPort`);
+    const portOk = (p) => p === port || (cport && p === cport.name);
+    for (const [probe, want] of [["readinessProbe", "/readyz"], ["livenessProbe", "/healthz"]]) {
+      const g = c[probe]?.httpGet;
+      if (!g || g.path !== want || g.scheme !== "HTTPS" || !portOk(g.port)) e.push(`${probe}: want httpGet ${want} over HTTPS on the listen port`);
+    }
+    if (!c.securityContext?.readOnlyRootFilesystem || c.securityContext?.allowPrivilegeEscalation !== false) e.push("container securityContext: readOnlyRootFilesystem and no privilege escalation");
+    const sa = pod.spec?.serviceAccountName;
+    if (!sa || !find("ServiceAccount", sa, ns)) e.push(`serviceAccountName ${sa}: no such ServiceAccount in deploy/`);
+    for (const s of services) {
+      if (!matches(s.spec?.selector)) e.push(`Service ${s.metadata.name}: selector does not match the Deployment's pods`);
+      for (const p of s.spec?.ports ?? []) if (!portOk(p.targetPort)) e.push(`Service ${s.metadata.name}: targetPort ${p.targetPort} is not the listen port`);
+    }
+    for (const pdb of ofKind("PodDisruptionBudget")) {
+      if (!matches(pdb.spec?.selector?.matchLabels)) e.push(`PodDisruptionBudget ${pdb.metadata.name}: selector does not match`);
+      if (typeof pdb.spec?.minAvailable === "number" && pdb.spec.minAvailable >= (d.spec?.replicas ?? 1)) e.push(`PodDisruptionBudget ${pdb.metadata.name}: minAvailable >= replicas blocks every drain`);
+    }
+    // least privilege: no token unless some binding grants the account something
+    const bound = [...ofKind("RoleBinding"), ...ofKind("ClusterRoleBinding")].filter((b) => (b.subjects ?? []).some((s) => s.kind === "ServiceAccount" && s.name === sa && s.namespace === ns));
+    const saObj = find("ServiceAccount", sa, ns);
+    if (bound.length === 0 && saObj && saObj.automountServiceAccountToken !== false && pod.spec?.automountServiceAccountToken !== false)
+      e.push("the ServiceAccount has no bindings: set automountServiceAccountToken: false");
+  }
+  for (const r of [...ofKind("Role"), ...ofKind("ClusterRole")]) for (const rule of r.rules ?? []) {
+    for (const v of rule.verbs ?? []) if (!["get", "list", "watch"].includes(v)) e.push(`${r.kind} ${r.metadata.name}: verb ${v}; tally only reads`);
+    if ((rule.resources ?? []).some((x) => x === "*" || x === "secrets")) e.push(`${r.kind} ${r.metadata.name}: * or secrets; tally reads neither`);
+  }
+  report("deploy", "wiring (Certificate, Deployment args and mounts, probes, Service, PDB, RBAC)", e);
+}
+
+// ---- 3. the CRD and the examples -------------------------------------------------------------
+// The structural-schema rules the API server enforces that a JSON schema does not: every node has
+// a type (or is int-or-string / preserve-unknown-fields), list-map keys are required, every CEL
+// rule has a message.
+function structural(s, at, e) {
+  if (!s || typeof s !== "object") return;
+  if (!s.type && !s["x-kubernetes-int-or-string"] && !s["x-kubernetes-preserve-unknown-fields"]) e.push(`${at}: no type`);
+  if (s["x-kubernetes-int-or-string"] && JSON.stringify(s.anyOf) !== '[{"type":"integer"},{"type":"string"}]') e.push(`${at}: int-or-string needs anyOf [integer, string]`);
+  for (const v of s["x-kubernetes-validations"] ?? []) {
+    if (typeof v.rule !== "string" || !v.rule) e.push(`${at}: CEL rule without rule`);
+    if (!v.message && !v.messageExpression) e.push(`${at}: CEL rule "${v.rule}" without message`);
+  }
+  if (s["x-kubernetes-list-type"] === "map") for (const k of s["x-kubernetes-list-map-keys"] ?? []) if (!(s.items?.required ?? []).includes(k)) e.push(`${at}: list-map key ${k} must be required`);
+  if (s.type === "array" && !("maxItems" in s) && (s.items?.["x-kubernetes-validations"]?.length)) e.push(`${at}: array with CEL rules on its items needs maxItems (CEL cost budget)`);
+  if (s.type === "object" && s.additionalProperties && !("maxProperties" in s) && s.additionalProperties["x-kubernetes-validations"]?.length) e.push(`${at}: map with CEL rules on its values needs maxProperties (CEL cost budget)`);
+  for (const [k, v] of Object.entries(s.properties ?? {})) structural(v, `${at}.${k}`, e);
+  if (s.items) structural(s.items, `${at}[]`, e);
+  if (s.additionalProperties && typeof s.additionalProperties === "object") structural(s.additionalProperties, `${at}{}`, e);
+}
+// Kubernetes' own keywords mean nothing to a JSON-schema validator; ajv runs with strict off.
+const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
+function compile(schema, where) {
+  try { return ajv.compile(schema); } catch (e) { report(where, "(schema does not compile)", [e.message]); return null; }
+}
+const ajvErrors = (v) => (v.errors ?? []).map((x) => `${x.instancePath || "/"}: ${x.message}`);
+
+const crds = ofKind("CustomResourceDefinition");
+const crdSchema = {};
+for (const crd of crds) {
+  const e = [];
+  for (const v of crd.spec?.versions ?? []) {
+    const s = v.schema?.openAPIV3Schema;
+    if (!s) { e.push(`version ${v.name}: no openAPIV3Schema`); continue; }
+    structural(s, `${v.name}`, e);
+    const fn = compile(s, `CRD ${crd.metadata.name} ${v.name}`);
+    if (fn) crdSchema[`${crd.spec.group}/${v.name} ${crd.spec.names?.kind}`] = fn;
+  }
+  if ((crd.spec?.versions ?? []).filter((v) => v.storage).length !== 1) e.push("exactly one storage version");
+  if (crd.metadata?.name !== `${crd.spec?.names?.plural}.${crd.spec?.group}`) e.push("metadata.name must be <plural>.<group>");
+  report("deploy", `CustomResourceDefinition ${crd.metadata?.name} (structural schema)`, e);
+}
+
+// ---- 4. patches ------------------------------------------------------------------------------
+const patchSchemas = {};
+for (const f of yamlFiles(path.join(deployDir, "patches"))) {
+  let docs;
+  try { docs = loadDocs(f); } catch (err) { report(rel(f), "(YAML)", [err.message.split("\n")[0]]); continue; }
+  for (const { doc, line } of docs) {
+    const e = [];
+    if (!Array.isArray(doc)) { report(`${rel(f)}:${line}`, "JSON patch", ["not a list of operations"]); continue; }
+    for (const [i, op] of doc.entries()) {
+      if (!["add", "replace", "remove", "test", "move", "copy"].includes(op.op)) e.push(`[${i}].op: ${op.op}`);
+      if (typeof op.path !== "string" || !op.path.startsWith("/spec/versions/")) e.push(`[${i}].path: expected /spec/versions/...`);
+      if (op.op === "add" && op.value) {
+        structural(op.value, `[${i}].value`, e);
+        const fn = compile(op.value, rel(f));
+        if (fn) patchSchemas[op.path.split("/").pop()] = fn;
+      }
+    }
+    report(`${rel(f)}:${line}`, "JSON patch", e);
+  }
+}
+
+// the examples against the CRD (AccountedResource) and the Queue patch (spec.accountedResources)
+for (const f of yamlFiles(path.join(deployDir, "examples"))) {
+  let docs;
+  try { docs = loadDocs(f); } catch (err) { report(rel(f), "(YAML)", [err.message.split("\n")[0]]); continue; }
+  for (const { doc, line } of docs) {
+    const where = `${rel(f)}:${line}`, what = `${doc.apiVersion} ${doc.kind} ${doc.metadata?.name}`;
+    const fn = crdSchema[`${doc.apiVersion} ${doc.kind}`];
+    if (fn) report(where, `${what} (CRD schema)`, fn(doc) ? [] : ajvErrors(fn));
+    else if (doc.kind === "Queue" && patchSchemas.accountedResources) {
+      const v = patchSchemas.accountedResources;
+      report(where, `${what} (Queue patch schema, spec.accountedResources)`, v(doc.spec?.accountedResources ?? []) ? [] : ajvErrors(v));
+    } else report(where, what, ["no schema in deploy/ for this kind"]);
+  }
+}
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
