@@ -111,11 +111,6 @@ static bool terminal(const tly_pod *p)
     return p->phase && (!strcmp(p->phase, "Succeeded") || !strcmp(p->phase, "Failed"));
 }
 
-static bool same_pod(const tly_pod *a, const tly_pod *b)
-{
-    return !strcmp(a->meta.ns, b->meta.ns) && !strcmp(a->meta.name, b->meta.name);
-}
-
 static bool non_preemptible(const tly_store *s, const tly_pod *p, const tly_podgroup *pg)
 {
     if (pg && pg->preemptibility != TLY_PREEMPT_UNSET)
@@ -135,21 +130,88 @@ static bool non_preemptible(const tly_store *s, const tly_pod *p, const tly_podg
     return prio >= 100;
 }
 
-/* Charges p's cpu and memory (and GPUs) to its queue in qs. */
-static void charge_pod(tly_queues *qs, tly_store *s, const tly_pod *p, tly_arena *a)
+/* Pod p's cpu and memory charge (its effective request), its queue and preemptibility. */
+static void pod_charge(tly_store *s, const tly_pod *p, tly_arena *a, tly_qty out[2], const char **queue,
+                       bool *np)
 {
     const tly_podgroup *pg;
-    const char *qn = tly_store_pod_queue(s, p, &pg);
-    int32_t q = tly_queues_find(qs, qn);
-    if (q < 0)
-        return;
+    *queue = tly_store_pod_queue(s, p, &pg);
+    *np = non_preemptible(s, p, pg);
     tly_podreq r;
     tly_podreq_compute(p, true, tly_store_names(s), a, &r);
-    tly_qcharge c;
-    memset(&c, 0, sizeof c);
-    c.res[TLY_QR_CPU] = tly_rlist_get(&r.req, TLY_R_CPU, NULL);
-    c.res[TLY_QR_MEMORY] = tly_rlist_get(&r.req, TLY_R_MEMORY, NULL);
-    tly_queues_charge(qs, (uint32_t)q, &c, non_preemptible(s, p, pg), 1);
+    out[0] = tly_rlist_get(&r.req, TLY_R_CPU, NULL);
+    out[1] = tly_rlist_get(&r.req, TLY_R_MEMORY, NULL);
+}
+
+static bool counts(const tly_store *s, const tly_pod *p)
+{
+    return p->node_name && *p->node_name && !terminal(p) && tly_store_is_tally_pod(s, p);
+}
+
+/*
+** The ledger every resize decision against one state starts from: the
+** queues with every bound, running tally pod of the state charged. Built
+** once per state (tly_store_derived) and only read afterwards, so decisions
+** run concurrently against it; a decision applies its own adjustments (the
+** reviewed pod as oldObject instead of the state's copy, reserved upsizes)
+** along the one path it checks.
+*/
+static void *build_ledger(tly_store *s)
+{
+    tly_queues *qs = tly_queues_create(s);
+    tly_arena *a = tly_arena_create(64 * 1024);
+    for (uint32_t i = 0; i < tly_store_count(s, TLY_K_POD); i++) {
+        const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
+        if (!counts(s, p))
+            continue;
+        tly_qty ch[2];
+        const char *qn;
+        bool np;
+        pod_charge(s, p, a, ch, &qn, &np);
+        int32_t q = tly_queues_find(qs, qn);
+        if (q < 0)
+            continue;
+        tly_qcharge c;
+        memset(&c, 0, sizeof c);
+        c.res[TLY_QR_CPU] = ch[0];
+        c.res[TLY_QR_MEMORY] = ch[1];
+        tly_queues_charge(qs, (uint32_t)q, &c, np, 1);
+        tly_arena_reset(a);
+    }
+    tly_arena_destroy(a);
+    return qs;
+}
+
+static void free_ledger(void *qs) { tly_queues_destroy(qs); }
+
+/* Whether queue j is queue q or one of its ancestors. */
+static bool on_path(const tly_queues *qs, int32_t q, int32_t j)
+{
+    for (uint32_t steps = 0; q >= 0 && steps <= tly_queues_count(qs); steps++) {
+        if (q == j)
+            return true;
+        q = tly_queues_parent(qs, (uint32_t)q);
+    }
+    return false;
+}
+
+/* Adds sign * ch to adj[k] (and adj_np[k] when np) for queue j when j is on q's path. */
+static void adjust(const tly_queues *qs, int32_t q, int32_t j, const tly_qty ch[2], bool np,
+                   int sign, tly_qty adj[2], tly_qty adj_np[2])
+{
+    if (q < 0 || !on_path(qs, q, j))
+        return;
+    for (int k = 0; k < 2; k++) {
+        if (sign > 0) {
+            tly_qty_add(adj[k], ch[k], &adj[k]);
+            if (np)
+                tly_qty_add(adj_np[k], ch[k], &adj_np[k]);
+        } else {
+            tly_qty_sub(adj[k], ch[k], &adj[k]);
+            if (np)
+                tly_qty_sub(adj_np[k], ch[k], &adj_np[k]);
+        }
+    }
 }
 
 static long long milli(tly_qty q)
@@ -235,26 +297,30 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
                          "unchecked", pgname, old->meta.ns, old->meta.name);
         return;
     }
-    tly_queues *qs = tly_queues_create(state);
+    const tly_queues *qs = tly_store_derived(state, TLY_DERIVED_RESIZE_LEDGER, build_ledger, free_ledger);
     int32_t q = tly_queues_find(qs, qname);
     if (q < 0) {
         v->warning = fmt("queue %s of pod %s/%s is not in the state; the resize is admitted unchecked",
                          qname, old->meta.ns, old->meta.name);
-        tly_queues_destroy(qs);
         return;
     }
-    /* The ledger: every bound, running tally pod of the state, the reviewed pod as oldObject. */
-    tly_arena *a = tly_arena_create(64 * 1024);
-    for (uint32_t i = 0; i < tly_store_count(state, TLY_K_POD); i++) {
-        const tly_pod *p = tly_store_at(state, TLY_K_POD, i);
-        if (!p->node_name || !*p->node_name || terminal(p) || !tly_store_is_tally_pod(state, p) ||
-            same_pod(p, old))
-            continue;
-        charge_pod(qs, state, p, a);
+    tly_arena *a = tly_arena_create(16 * 1024);
+    /* The state's own copy of the reviewed pod leaves the ledger ... */
+    const tly_pod *stale = tly_store_find(state, TLY_K_POD, old->meta.ns, old->meta.name);
+    tly_qty stale_ch[2] = {{0, 0}, {0, 0}}, old_ch[2] = {{0, 0}, {0, 0}};
+    int32_t stale_q = -1, old_q = -1;
+    bool stale_np = false, old_np = false;
+    if (stale && counts(state, stale)) {
+        const char *sq;
+        pod_charge(state, stale, a, stale_ch, &sq, &stale_np);
+        stale_q = tly_queues_find(qs, sq);
     }
-    /* The reviewed pod counts as it runs, and only if it is bound (contract section 5). */
-    if (old->node_name && *old->node_name && !terminal(old))
-        charge_pod(qs, state, old, a);
+    /* ... and the pod counts as it runs (oldObject), and only if it is bound (contract section 5). */
+    if (old->node_name && *old->node_name && !terminal(old)) {
+        const char *oq;
+        pod_charge(state, old, a, old_ch, &oq, &old_np);
+        old_q = tly_queues_find(qs, oq);
+    }
     /* An ancestor missing from the state cannot be checked: say so, as KAI logs it. */
     for (int32_t j = q; j >= 0; j = tly_queues_parent(qs, (uint32_t)j)) {
         const tly_queue *qq = tly_queues_queue(qs, (uint32_t)j);
@@ -263,17 +329,6 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
                              "checked", qq->parent, qq->meta.name);
             break;
         }
-    }
-    /* Admitted increases the state does not show yet (upsize.h). */
-    for (size_t i = 0; i < nextra; i++) {
-        int32_t eq = tly_queues_find(qs, extra[i].queue);
-        if (eq < 0)
-            continue;
-        tly_qcharge c;
-        memset(&c, 0, sizeof c);
-        c.res[TLY_QR_CPU] = extra[i].inc[0];
-        c.res[TLY_QR_MEMORY] = extra[i].inc[1];
-        tly_queues_charge(qs, (uint32_t)eq, &c, extra[i].non_preemptible, 1);
     }
     bool np = non_preemptible(state, old, pg);
     v->queue = tly_xstrdup(qname);
@@ -285,6 +340,14 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
         if (!tly_queues_has_resources(qs, (uint32_t)j))
             continue;
         const char *qn = tly_queues_queue(qs, (uint32_t)j)->meta.name;
+        /* This decision's view of queue j: the shared ledger, the reviewed pod as it runs
+           instead of the state's copy, and the upsizes admitted but not yet seen. */
+        tly_qty adj[2] = {{0, 0}, {0, 0}}, adj_np[2] = {{0, 0}, {0, 0}};
+        adjust(qs, stale_q, j, stale_ch, stale_np, -1, adj, adj_np);
+        adjust(qs, old_q, j, old_ch, old_np, 1, adj, adj_np);
+        for (size_t i = 0; i < nextra; i++)
+            adjust(qs, tly_queues_find(qs, extra[i].queue), j, extra[i].inc, extra[i].non_preemptible,
+                   1, adj, adj_np);
         tly_qty lim, quo;
         /* 1. Strict mode: no upsize on a finite limit, or a finite quota for non-preemptible work. */
         for (int k = 0; k < 2 && strict && v->allowed; k++) {
@@ -315,6 +378,7 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
                     !tly_queues_bound(qs, (uint32_t)j, !quota, dims[k], &bound))
                     continue;
                 tly_qty used = tly_queues_used(qs, (uint32_t)j, dims[k], quota);
+                tly_qty_add(used, quota ? adj_np[k] : adj[k], &used);
                 if (tly_qty_add(used, delta[k], &total) == TLY_OK && tly_qty_cmp(total, bound) <= 0)
                     continue;
                 v->allowed = false;
@@ -328,7 +392,6 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
         }
     }
     tly_arena_destroy(a);
-    tly_queues_destroy(qs);
 }
 
 void tly_resize_verdict_free(tly_resize_verdict *v)

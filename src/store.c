@@ -27,6 +27,7 @@ tly_store *tly_store_create(void)
     s->names = tly_names_create();
     s->diags = tly_diags_create();
     tly_strmap_init(&s->byname);
+    pthread_mutex_init(&s->derived_mu, NULL);
     return s;
 }
 
@@ -41,6 +42,10 @@ void tly_store_destroy(tly_store *s)
 {
     if (!s)
         return;
+    for (int i = 0; i < TLY_STORE_DERIVED_SLOTS; i++)
+        if (s->derived[i] && s->derived_free[i])
+            s->derived_free[i](s->derived[i]);
+    pthread_mutex_destroy(&s->derived_mu);
     for (int k = 0; k < TLY_K_COUNT; k++)
         free(s->kinds[k].v);
     tly_strmap_free(&s->byname);
@@ -334,4 +339,19 @@ int64_t tly_store_newest_time(const tly_store *s)
     for (uint32_t i = 0; i < s->kinds[TLY_K_RUN].n; i++)
         newer_conditions(&best, &((const tly_run *)s->kinds[TLY_K_RUN].v[i])->conditions);
     return best;
+}
+
+void *tly_store_derived(tly_store *s, int slot, void *(*build)(tly_store *s),
+                        void (*destroy)(void *))
+{
+    if (slot < 0 || slot >= TLY_STORE_DERIVED_SLOTS)
+        return NULL;
+    pthread_mutex_lock(&s->derived_mu);
+    if (!s->derived[slot]) {
+        s->derived[slot] = build(s);
+        s->derived_free[slot] = destroy;
+    }
+    void *d = s->derived[slot];
+    pthread_mutex_unlock(&s->derived_mu);
+    return d;
 }

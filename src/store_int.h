@@ -6,8 +6,12 @@
 #ifndef TALLY_STORE_INT_H
 #define TALLY_STORE_INT_H
 
+#include <pthread.h>
+
 #include "strmap.h"
 #include "tally/store.h"
+
+#define TLY_STORE_DERIVED_SLOTS 4
 
 typedef struct {
     void **v;
@@ -35,6 +39,9 @@ struct tly_store {
     tly_index runs_by_runtime;    /* key "ns\x1fruntime" */
     tly_index runtime_pods;       /* key "ns\x1fruntime" */
     tly_index pods_by_queue;
+    pthread_mutex_t derived_mu;   /* guards derived[] */
+    void *derived[TLY_STORE_DERIVED_SLOTS];
+    void (*derived_free[TLY_STORE_DERIVED_SLOTS])(void *);
 };
 
 /* Adds a decoded object (load.c calls it); handles duplicates. */

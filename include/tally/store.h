@@ -73,6 +73,16 @@ void *tly_store_find(const tly_store *s, int kind, const char *ns, const char *n
 
 /* The pods whose spec.nodeName is `node` (any phase). */
 tly_pod *const *tly_store_pods_on_node(const tly_store *s, const char *node, uint32_t *n);
+/*
+** A structure derived from a finished store, built once on first use and
+** freed with the store (e.g. the queues' ledger of the bound pods, which
+** every resize decision against this state reads). Thread-safe: concurrent
+** callers get the same object; build runs once. Slots: TLY_DERIVED_*.
+*/
+enum { TLY_DERIVED_RESIZE_LEDGER = 0 };
+void *tly_store_derived(tly_store *s, int slot, void *(*build)(tly_store *s),
+                        void (*destroy)(void *));
+
 /* Runs whose spec.runtime is `runtime` in namespace `ns`. */
 tly_run *const *tly_store_runs_of_runtime(const tly_store *s, const char *ns,
                                           const char *runtime, uint32_t *n);
