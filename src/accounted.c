@@ -13,7 +13,7 @@ tly_qty tly_hundredths_qty(uint64_t h)
     return (tly_qty){(tly_i128)h * 10000000, TLY_QFMT_DECIMAL_SI};
 }
 
-static bool labels_match(const tly_kvs *want, const tly_k8s_node *n)
+bool tly_node_labels_match(const tly_kvs *want, const tly_k8s_node *n)
 {
     for (uint32_t i = 0; i < want->n; i++) {
         const char *v = n ? tly_kvs_get(&n->meta.labels, want->v[i].key) : NULL;
@@ -24,7 +24,7 @@ static bool labels_match(const tly_kvs *want, const tly_k8s_node *n)
 }
 
 /* The multiplier a unit stands for: a Kubernetes suffix ("Mi") or 1 for a word. */
-static tly_qty unit_multiplier(const char *unit)
+tly_qty tly_unit_multiplier(const char *unit)
 {
     tly_qty one = tly_qty_from_int(1, TLY_QFMT_DECIMAL_SI), m;
     if (!unit || !*unit)
@@ -39,7 +39,7 @@ static tly_qty unit_multiplier(const char *unit)
 }
 
 /* a x b for quantities, rounded away from zero; false on overflow. */
-static bool qty_times(tly_qty a, tly_qty b, tly_qty *out)
+bool tly_qty_times(tly_qty a, tly_qty b, tly_qty *out)
 {
     tly_i128 p;
     if (__builtin_mul_overflow(a.nanos, b.nanos, &p)) {
@@ -90,7 +90,7 @@ static void charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
         for (uint32_t i = 0; i < ar->nsources; i++) {
             const tly_accsrc *src = &ar->sources[i];
             if (job ? src->match_node_labels.n > 0
-                    : row ? !row[m->off[k] + i] : !labels_match(&src->match_node_labels, n))
+                    : row ? !row[m->off[k] + i] : !tly_node_labels_match(&src->match_node_labels, n))
                 continue;
             tly_qty c = {0, TLY_QFMT_DECIMAL_SI};
             if (src->kind == TLY_SRC_RESOURCE_NAME) {
@@ -111,7 +111,7 @@ static void charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
                 const char *unit = src->qty_annotation_unit ? src->qty_annotation_unit
                                                             : src->annotation_unit;
                 if (tly_qty_parse_str(v, &num) != TLY_OK || tly_qty_sign(num) < 0 ||
-                    !qty_times(num, unit_multiplier(unit), &c)) {
+                    !tly_qty_times(num, tly_unit_multiplier(unit), &c)) {
                     if (problem)
                         *problem = tly_arena_printf(
                             a, "annotation %s=\"%s\" is not a non-negative number; AccountedResource %s charges nothing for it",
@@ -163,7 +163,7 @@ void tly_acc_match_build(tly_acc_match *m, const tly_queues *qs, const tly_k8s_n
             const tly_accres *ar = tly_queues_accres(qs, k);
             for (uint32_t i = 0; i < ar->nsources; i++)
                 m->bits[(size_t)n * m->nsrc + m->off[k] + i] =
-                    labels_match(&ar->sources[i].match_node_labels, nodes[n]);
+                    tly_node_labels_match(&ar->sources[i].match_node_labels, nodes[n]);
         }
 }
 

@@ -69,6 +69,7 @@
 #include <string.h>
 
 #include "strmap.h"
+#include "tally/accounted.h"
 #include "tally/arena.h"
 #include "tally/error.h"
 
@@ -1525,43 +1526,8 @@ static bool attrs_match(const tly_accsrc *src, const tly_dra_dev *dv)
     return true;
 }
 
-static bool labels_match(const tly_kvs *want, const tly_k8s_node *n)
-{
-    for (uint32_t i = 0; i < want->n; i++) {
-        const char *v = n ? tly_kvs_get(&n->meta.labels, want->v[i].key) : NULL;
-        if (!v || strcmp(v, want->v[i].val) != 0)
-            return false;
-    }
-    return true;
-}
 
-/* The multiplier of a unit: a Kubernetes suffix ("Mi"), else 1 (a word such as "percent"). */
-static tly_qty unit_multiplier(const char *unit)
-{
-    tly_qty one = tly_qty_from_int(1, TLY_QFMT_DECIMAL_SI), m;
-    if (!unit || !*unit || strlen(unit) > 8)
-        return one;
-    char buf[16];
-    snprintf(buf, sizeof buf, "1%s", unit);
-    return tly_qty_parse_str(buf, &m) == TLY_OK ? m : one;
-}
 
-/* a x b, rounded away from zero; false on overflow. */
-static bool qty_times(tly_qty a, tly_qty b, tly_qty *out)
-{
-    tly_i128 p;
-    if (__builtin_mul_overflow(a.nanos, b.nanos, &p)) {
-        if (b.nanos % 1000000000 != 0 || __builtin_mul_overflow(a.nanos, b.nanos / 1000000000, &p))
-            return false;
-        *out = (tly_qty){p, b.fmt};
-        return true;
-    }
-    tly_i128 r = p / 1000000000;
-    if (p % 1000000000)
-        r += p < 0 ? -1 : 1;
-    *out = (tly_qty){r, b.fmt};
-    return true;
-}
 
 static bool config_applies(const tly_opaque_config *oc, const char *driver, const char *request)
 {
@@ -1628,7 +1594,7 @@ void tly_dra_charges(const tly_dra *d, const tly_queues *qs, const tly_pod *p,
                     node = c->node ? tly_store_find(d->s, TLY_K_NODE, NULL, c->node) : NULL;
                     node_looked = true;
                 }
-                if (!labels_match(&src->match_node_labels, node))
+                if (!tly_node_labels_match(&src->match_node_labels, node))
                     continue;
             }
             for (uint32_t i = 0; i < c->nclaims; i++) {
@@ -1657,7 +1623,7 @@ void tly_dra_charges(const tly_dra *d, const tly_queues *qs, const tly_pod *p,
                                   tly_qty_sign(num) >= 0;
                         /* The unit multiplies a plain number; a value with its own suffix is as written. */
                         if (ok && v->str[v->len - 1] >= '0' && v->str[v->len - 1] <= '9')
-                            ok = qty_times(num, unit_multiplier(src->opaque_unit), &amount);
+                            ok = tly_qty_times(num, tly_unit_multiplier(src->opaque_unit), &amount);
                         else if (ok)
                             amount = num;
                         if (!ok) {

@@ -70,6 +70,13 @@ void tly_accounted_charges_matched(const tly_queues *qs, const tly_pod *p, const
                                    const tly_acc_match *m, uint32_t node, uint64_t gpu_mem_mib,
                                    tly_qty *out, const char **problem, tly_arena *a);
 
+/* Whether every label in `want` has the same value on node n (n may be NULL: only an empty want). */
+bool tly_node_labels_match(const tly_kvs *want, const tly_k8s_node *n);
+/* The multiplier a unit stands for: a Kubernetes suffix ("Mi") or 1 for a word ("percent"). */
+tly_qty tly_unit_multiplier(const char *unit);
+/* a x b for quantities, rounded away from zero; false on overflow. */
+bool tly_qty_times(tly_qty a, tly_qty b, tly_qty *out);
+
 /* Hundredths of a GPU as a quantity (0.01 = 10^7 nano-units). */
 tly_qty tly_hundredths_qty(uint64_t h);
 
