@@ -5,6 +5,10 @@
 
 #include <stdio.h>
 
+#include "tally/decode.h"
+#include "tally/podsched.h"
+#include "tally/runsched.h"
+
 tly_store *tly_cmd_load(int npaths, char **paths, const char *scheduler_name, int *errors)
 {
     tly_store *s = tly_store_create();
@@ -26,4 +30,34 @@ void tly_cmd_print_sev(const tly_store *s, int sev)
         if (g->sev == sev)
             tly_diag_print(stderr, g);
     }
+}
+
+int tly_cmd_run_engines(const char *cmd, int npaths, char **paths, const char *scheduler_name,
+                        const char *now, tly_cmd_engines *out)
+{
+    out->now = 0;
+    out->have_clock = true;
+    if (now && !tly_parse_time(now, &out->now)) {
+        fprintf(stderr, "tally %s: --now must be an RFC 3339 time such as 2026-11-29T13:00:00Z "
+                        "(got '%s')\n", cmd, now);
+        return 2;
+    }
+    out->s = tly_cmd_load(npaths, paths, scheduler_name, &out->errors);
+    if (!now) {
+        out->now = tly_store_newest_time(out->s);
+        out->have_clock = out->now != TLY_NO_TIME;
+    }
+    /* Capacity annotation problems are warnings of the input itself. */
+    out->rs = tly_runsched_create(out->s, out->now, out->have_clock, tly_store_diags(out->s));
+    tly_runsched_run(out->rs);
+    out->ps = tly_podsched_create(out->s);
+    tly_podsched_run(out->ps);
+    return 0;
+}
+
+void tly_cmd_engines_free(tly_cmd_engines *e)
+{
+    tly_podsched_destroy(e->ps);
+    tly_runsched_destroy(e->rs);
+    tly_store_destroy(e->s);
 }

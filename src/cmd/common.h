@@ -5,6 +5,9 @@
 #ifndef TALLY_CMD_COMMON_H
 #define TALLY_CMD_COMMON_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "tally/store.h"
 
 /*
@@ -13,6 +16,27 @@
 ** the Config's.
 */
 tly_store *tly_cmd_load(int npaths, char **paths, const char *scheduler_name, int *errors);
+
+/* What `simulate` and `explain` share: the input, its clock and both engines, run. */
+typedef struct tly_runsched tly_runsched;
+typedef struct tly_podsched tly_podsched;
+typedef struct {
+    tly_store *s;
+    tly_runsched *rs;
+    tly_podsched *ps;
+    int64_t now;
+    bool have_clock;
+    int errors;      /* read, syntax and decode errors of the input */
+} tly_cmd_engines;
+
+/*
+** Loads the paths, sets the clock (--now text when non-NULL, else the input's
+** newest time), runs the Run scheduler and the pod engine. Returns 0, or 2
+** after printing a usage error naming `cmd` (a bad --now).
+*/
+int tly_cmd_run_engines(const char *cmd, int npaths, char **paths, const char *scheduler_name,
+                        const char *now, tly_cmd_engines *out);
+void tly_cmd_engines_free(tly_cmd_engines *e);
 
 /* Prints the store's diagnostics of exactly severity `sev` to stderr. */
 void tly_cmd_print_sev(const tly_store *s, int sev);

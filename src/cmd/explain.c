@@ -71,23 +71,13 @@ int tly_cmd_explain(int argc, char **argv)
         fprintf(stderr, "tally explain: expected pod NS/NAME, run NS/NAME or queue NAME at the end, got '%s'\n", what);
         return 2;
     }
-    int64_t now_s = 0;
-    if (now && !tly_parse_time(now, &now_s)) {
-        fprintf(stderr, "tally explain: --now must be an RFC 3339 time (got '%s')\n", now);
+    tly_cmd_engines e;
+    if (tly_cmd_run_engines("explain", argc - 2 - i, argv + i, sched, now, &e))
         return 2;
-    }
-    int errors;
-    tly_store *s = tly_cmd_load(argc - 2 - i, argv + i, sched, &errors);
+    tly_store *s = e.s;
     tly_cmd_print_sev(s, TLY_SEV_ERROR);
-    bool have_clock = true;
-    if (!now) {
-        now_s = tly_store_newest_time(s);
-        have_clock = now_s != TLY_NO_TIME;
-    }
-    tly_runsched *rs = tly_runsched_create(s, now_s, have_clock, NULL);
-    tly_runsched_run(rs);
-    tly_podsched *ps = tly_podsched_create(s);
-    tly_podsched_run(ps);
+    tly_runsched *rs = e.rs;
+    tly_podsched *ps = e.ps;
     int rc = 0;
     const char *ns, *name;
     if (!strcmp(what, "pod")) {
@@ -118,8 +108,6 @@ int tly_cmd_explain(int argc, char **argv)
             tly_podsched_explain_queue(ps, (uint32_t)k, stdout);
         }
     }
-    tly_podsched_destroy(ps);
-    tly_runsched_destroy(rs);
-    tly_store_destroy(s);
+    tly_cmd_engines_free(&e);
     return rc;
 }

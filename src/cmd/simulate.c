@@ -326,27 +326,20 @@ int tly_cmd_simulate(int argc, char **argv)
         fprintf(stderr, "tally simulate: -o must be table, json or html (got '%s')\n", out);
         return 2;
     }
-    int64_t now_s = 0;
-    if (now && !tly_parse_time(now, &now_s)) {
-        fprintf(stderr, "tally simulate: --now must be an RFC 3339 time such as "
-                        "2026-11-29T13:00:00Z (got '%s')\n", now);
-        return 2;
-    }
     if (i >= argc) {
         usage(stderr);
         return 2;
     }
-    int errors;
-    tly_store *s = tly_cmd_load(argc - i, argv + i, sched, &errors);
-    bool have_clock = true;
-    if (!now) {
-        now_s = tly_store_newest_time(s);
-        have_clock = now_s != TLY_NO_TIME;
-    }
-    tly_runsched *rs = tly_runsched_create(s, now_s, have_clock, tly_store_diags(s));
-    tly_runsched_run(rs);
-    tly_podsched *ps = tly_podsched_create(s);
-    tly_podsched_run(ps);
+    tly_cmd_engines e;
+    int rc = tly_cmd_run_engines("simulate", argc - i, argv + i, sched, now, &e);
+    if (rc)
+        return rc;
+    tly_store *s = e.s;
+    tly_runsched *rs = e.rs;
+    tly_podsched *ps = e.ps;
+    int64_t now_s = e.now;
+    bool have_clock = e.have_clock;
+    int errors = e.errors;
     tly_diags_sort(tly_store_diags(s));
     tly_cmd_print_sev(s, TLY_SEV_NOTE);
     tly_cmd_print_sev(s, TLY_SEV_WARNING);
@@ -360,8 +353,6 @@ int tly_cmd_simulate(int argc, char **argv)
         print_pods_table(ps, tly_store_names(s));
         print_table(rs, tly_store_names(s));
     }
-    tly_podsched_destroy(ps);
-    tly_runsched_destroy(rs);
-    tly_store_destroy(s);
+    tly_cmd_engines_free(&e);
     return errors ? 1 : 0;
 }
