@@ -797,15 +797,15 @@ static void admit_pod(tly_runsched *rs, uint32_t pi)
     char **keys;
     uint32_t nk = tly_runtimed_take_waiters(p->rd, &keys);
     tly_runtimed_free_keys(keys, nk);
-    uint32_t *todo = tly_xmalloc((rs->nruns + 1) * sizeof *todo), n = 0;
+    uint32_t *sched = tly_xmalloc((rs->nruns + 1) * sizeof *sched), n = 0;
     for (uint32_t i = 0; i < rs->nruns; i++) {
         rrun *r = &rs->runs[i];
         if (r->res.pod == (int32_t)pi && r->res.phase == TLY_RUN_SCHEDULED && !r->assumed)
-            todo[n++] = i;
+            sched[n++] = i;
     }
-    qsort_r(todo, n, sizeof *todo, cmp_sched, rs->runs);
+    qsort_r(sched, n, sizeof *sched, cmp_sched, rs->runs);
     for (uint32_t k = 0; k < n; k++) {
-        rrun *r = &rs->runs[todo[k]];
+        rrun *r = &rs->runs[sched[k]];
         if (p->res.state != TLY_RPOD_AVAILABLE) {
             r->res.reason = NULL;
             r->res.message = tly_arena_printf(
@@ -843,7 +843,7 @@ static void admit_pod(tly_runsched *rs, uint32_t pi)
             p->res.pod->meta.name, tly_names_str(rs->names, bad),
             qty_text(rs->a, tly_rlist_get(&r->request, bad, NULL)), qty_text(rs->a, free_q));
     }
-    free(todo);
+    free(sched);
 }
 
 /* ---- the loop and events ---------------------------------------------------- */
