@@ -50,7 +50,9 @@ ci-extra:
 
 bench:
 	@scripts/deps.sh bench
-	@scripts/bench.sh
+	@mkdir -p build-bench
+	@scripts/bench.sh | tee build-bench/bench.txt
+	@scripts/plot.sh build-bench/bench.txt build-bench/plots
 
 fuzz:
 	@scripts/deps.sh extra
