@@ -51,7 +51,7 @@ ci-extra:
 bench:
 	@scripts/deps.sh bench
 	@mkdir -p build-bench
-	@scripts/bench.sh | tee build-bench/bench.txt
+	@bash -c 'set -o pipefail; scripts/bench.sh | tee build-bench/bench.txt'
 	@scripts/plot.sh build-bench/bench.txt build-bench/plots
 
 fuzz:
