@@ -981,17 +981,33 @@ void tly_podsched_run(tly_podsched *ps)
     uint32_t *slots = tly_xmalloc((ps->npods + 1) * sizeof *slots);
     uint32_t used = 0;
     bool *taken = tly_xcalloc(ps->npods + 1, sizeof *taken);
+    /* Each PodGroup's pending pods, in pod order, as linked lists (one pass). */
+    uint32_t npg = tly_store_count(ps->s, TLY_K_PODGROUP);
+    uint32_t *head = tly_xmalloc((npg + 1) * sizeof *head), *tail = tly_xmalloc((npg + 1) * sizeof *tail);
+    uint32_t *next = tly_xmalloc((ps->npods + 1) * sizeof *next);
+    for (uint32_t g = 0; g < npg; g++)
+        head[g] = tail[g] = UINT32_MAX;
+    for (uint32_t i = 0; i < ps->npods; i++) {
+        next[i] = UINT32_MAX;
+        if (!ps->pods[i].pending || !ps->pods[i].pg)
+            continue;
+        uint32_t g = pg_index(ps->s, ps->pods[i].pg);
+        if (head[g] == UINT32_MAX)
+            head[g] = i;
+        else
+            next[tail[g]] = i;
+        tail[g] = i;
+    }
     for (uint32_t i = 0; i < ps->npods; i++) {
         if (!ps->pods[i].pending || taken[i])
             continue;
         unit_t *u = &units[nu++];
         u->pods = slots + used;
         const tly_podgroup *pg = ps->pods[i].pg;
-        for (uint32_t j = i; j < ps->npods; j++)
-            if (ps->pods[j].pending && !taken[j] && (j == i || (pg && ps->pods[j].pg == pg))) {
-                u->pods[u->n++] = j;
-                taken[j] = true;
-            }
+        for (uint32_t j = pg ? head[pg_index(ps->s, pg)] : i; j != UINT32_MAX; j = pg ? next[j] : UINT32_MAX) {
+            u->pods[u->n++] = j;
+            taken[j] = true;
+        }
         used += u->n;
         pstate *p = &ps->pods[i];
         int32_t qi = p->queue;
@@ -1002,6 +1018,9 @@ void tly_podsched_run(tly_podsched *ps)
         u->ns = p->res.pod->meta.ns;
         u->name = pg ? pg->meta.name : p->res.pod->meta.name;
     }
+    free(head);
+    free(tail);
+    free(next);
     qsort(units, nu, sizeof *units, cmp_unit);
     for (uint32_t k = 0; k < nu; k++)
         place_unit(ps, units[k].pods, units[k].n);
