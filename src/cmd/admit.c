@@ -26,23 +26,9 @@ static void usage(FILE *out)
 
 int tly_cmd_admit(int argc, char **argv)
 {
-    int first = 1;
-    for (; first < argc; first++) {
-        if (!strcmp(argv[first], "--help") || !strcmp(argv[first], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[first], "--")) {
-            first++;
-            break;
-        }
-        if (argv[first][0] == '-' && argv[first][1]) {
-            fprintf(stderr, "tally admit: unknown option '%s'\n", argv[first]);
-            usage(stderr);
-            return 2;
-        }
-        break;
-    }
+    int first = tly_cmd_paths_start(argc, argv, "admit", usage);
+    if (first < 0)
+        return first == TLY_CMD_HELP ? 0 : 2;
     size_t cap = 64 * 1024, len = 0;
     char *body = malloc(cap);
     if (!body)

@@ -4,6 +4,7 @@
 #include "common.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "tally/decode.h"
 #include "tally/podsched.h"
@@ -60,4 +61,23 @@ void tly_cmd_engines_free(tly_cmd_engines *e)
     tly_podsched_destroy(e->ps);
     tly_runsched_destroy(e->rs);
     tly_store_destroy(e->s);
+}
+
+int tly_cmd_paths_start(int argc, char **argv, const char *cmd, void (*usage)(FILE *))
+{
+    if (argc < 2)
+        return 1;
+    const char *a = argv[1];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        usage(stdout);
+        return TLY_CMD_HELP;
+    }
+    if (!strcmp(a, "--"))
+        return 2;
+    if (a[0] == '-' && a[1]) {
+        fprintf(stderr, "tally %s: unknown option '%s'\n", cmd, a);
+        usage(stderr);
+        return TLY_CMD_USAGE;
+    }
+    return 1;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tally/store.h"
 
@@ -37,6 +38,16 @@ typedef struct {
 int tly_cmd_run_engines(const char *cmd, int npaths, char **paths, const char *scheduler_name,
                         const char *now, tly_cmd_engines *out);
 void tly_cmd_engines_free(tly_cmd_engines *e);
+
+/*
+** For the subcommands that take only PATH...: a leading --help or -h prints
+** usage to stdout, a leading "--" ends the options, any other leading option
+** is a usage error naming `cmd`. Returns the index of the first path, or
+** TLY_CMD_HELP / TLY_CMD_USAGE when the caller should exit 0 / 2.
+*/
+#define TLY_CMD_HELP (-1)
+#define TLY_CMD_USAGE (-2)
+int tly_cmd_paths_start(int argc, char **argv, const char *cmd, void (*usage)(FILE *));
 
 /* Prints the store's diagnostics of exactly severity `sev` to stderr. */
 void tly_cmd_print_sev(const tly_store *s, int sev);
