@@ -21,12 +21,7 @@
 #include "tally/podsched.h"
 #include "tally/store.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static char *build(unsigned nodes, unsigned leaves, unsigned ars, unsigned pods, size_t *len)
 {
@@ -117,16 +112,7 @@ int main(int argc, char **argv)
              ars = (unsigned)atoi(argv[3]), pods = (unsigned)atoi(argv[4]);
     size_t len;
     char *text = build(nodes, leaves, ars, pods, &len);
-    tly_store *s = tly_store_create();
-    tly_store_load_string(s, "bench.yaml", text, len);
-    tly_store_finish(s);
-    free(text);
-    size_t errs = tly_diags_count_sev(tly_store_diags(s), TLY_SEV_ERROR);
-    if (errs) {
-        fprintf(stderr, "bench-pods: the generated input has %zu errors\n", errs);
-        tly_diags_print(stderr, tly_store_diags(s), TLY_SEV_ERROR);
-        return 1;
-    }
+    tly_store *s = bench_load("bench-pods", text, len);
     double t0 = now_s();
     tly_podsched *ps = place(s);
     double t1 = now_s();

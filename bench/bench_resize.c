@@ -30,19 +30,14 @@
 #include "tally/admit.h"
 #include "tally/store.h"
 
+#include "bench.h"
+
 #define TOPS 2u
 #define DIVS 5u
 #define PROJS 10u
 #define TEAMS 20u
 #define LEAVES (TOPS * DIVS * PROJS * TEAMS)
 #define NODES 100u
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A queue with finite cpu and memory limits (cpu in millicores, memory in bytes). */
 static void queue(FILE *f, const char *name, const char *parent, unsigned cpu_cores)
@@ -200,16 +195,7 @@ int main(int argc, char **argv)
     }
     size_t len, rlen;
     char *text = build_state(pods, &len);
-    tly_store *s = tly_store_create();
-    tly_store_load_string(s, "bench.yaml", text, len);
-    tly_store_finish(s);
-    free(text);
-    size_t errs = tly_diags_count_sev(tly_store_diags(s), TLY_SEV_ERROR);
-    if (errs) {
-        fprintf(stderr, "bench-resize: the generated input has %zu errors\n", errs);
-        tly_diags_print(stderr, tly_store_diags(s), TLY_SEV_ERROR);
-        return 1;
-    }
+    tly_store *s = bench_load("bench-resize", text, len);
     char *review = build_review(&rlen);
     /* One decision first, to check the verdict (and warm the caches). */
     tly_admit_result res;

@@ -29,12 +29,7 @@
 #include "tally/runsched.h"
 #include "tally/store.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "bench.h"
 
 static char *build_input(unsigned pods, unsigned runs, size_t *len)
 {
@@ -46,6 +41,7 @@ static char *build_input(unsigned pods, unsigned runs, size_t *len)
                 "  labels: {runtime: py}\n  annotations:\n    kruntimes.io/capacity.runs: \"128\"\n"
                 "    kruntimes.io/capacities: '{\"example.com/gpu\": \"64\", \"example.com/mem\": "
                 "\"512\", \"example.com/cpu\": \"256\"}'\n"
+                "spec:\n  containers:\n  - {name: runtimed, image: kruntimes/python}\n"
                 "status:\n  phase: Running\n  conditions:\n  - {type: Ready, status: \"True\"}\n"
                 "  - {type: kruntimes.io/RuntimedReady, status: \"True\", lastProbeTime: "
                 "\"2026-11-29T12:00:00Z\"}\n",
@@ -131,10 +127,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 3 ? argv[3] : "both";
     size_t len;
     char *text = build_input(pods, runs, &len);
-    tly_store *s = tly_store_create();
-    tly_store_load_string(s, "bench.yaml", text, len);
-    tly_store_finish(s);
-    free(text);
+    tly_store *s = bench_load("bench-runs", text, len);
     bool both = strcmp(mode, "both") == 0;
     if (both || !strcmp(mode, "engine"))
         engine(s);

@@ -28,17 +28,13 @@ static void deny(decision *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        tly_oom();
+    char *msg = tly_xvasprintf(fmt, ap);
     va_end(ap);
     if (!d->denial) {
         d->denial = msg;
         return;
     }
-    char *joined = NULL;
-    if (asprintf(&joined, "%s; %s", d->denial, msg) < 0)
-        tly_oom();
+    char *joined = tly_xasprintf("%s; %s", d->denial, msg);
     free(d->denial);
     free(msg);
     d->denial = joined;
@@ -50,9 +46,7 @@ static void warn(decision *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        tly_oom();
+    char *msg = tly_xvasprintf(fmt, ap);
     va_end(ap);
     tly_admit_result *r = d->res;
     r->warnings = tly_xrealloc(r->warnings, (r->nwarnings + 1) * sizeof *r->warnings);

@@ -190,3 +190,20 @@ char *tly_arena_printf(tly_arena *a, const char *fmt, ...)
 
 size_t tly_arena_used(const tly_arena *a) { return a->used; }
 size_t tly_arena_reserved(const tly_arena *a) { return a->reserved; }
+
+char *tly_xvasprintf(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        tly_oom();
+    return s;
+}
+
+char *tly_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = tly_xvasprintf(fmt, ap);
+    va_end(ap);
+    return s;
+}

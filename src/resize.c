@@ -12,19 +12,6 @@
 #include "tally/podreq.h"
 #include "tally/queues.h"
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt(const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    if (vasprintf(&s, f, ap) < 0)
-        tly_oom();
-    va_end(ap);
-    return s;
-}
-
 static const tly_container_status *status_of(const tly_pod *p, const char *name, bool init)
 {
     const tly_container_status *v = init ? p->init_statuses : p->statuses;
@@ -255,9 +242,9 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
     if (other) {
         v->allowed = false;
         v->message = !strcmp(other, "containers")
-                         ? fmt("resize rejected: pod %s/%s: a resize cannot add or remove containers",
+                         ? tly_xasprintf("resize rejected: pod %s/%s: a resize cannot add or remove containers",
                                neu->meta.ns, neu->meta.name)
-                         : fmt("resize rejected: pod %s/%s: only cpu and memory can be resized in "
+                         : tly_xasprintf("resize rejected: pod %s/%s: only cpu and memory can be resized in "
                                "place, but %s of container %s changes",
                                neu->meta.ns, neu->meta.name, other, container ? container : "?");
         return;
@@ -293,14 +280,14 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
     const char *pgname = tly_kvs_get(&old->meta.annotations, "pod-group-name");
     const char *qname = tly_store_pod_queue(state, old, &pg);
     if (pgname && !pg) {
-        v->warning = fmt("PodGroup %s of pod %s/%s is not in the state; the resize is admitted "
+        v->warning = tly_xasprintf("PodGroup %s of pod %s/%s is not in the state; the resize is admitted "
                          "unchecked", pgname, old->meta.ns, old->meta.name);
         return;
     }
     const tly_queues *qs = tly_store_derived(state, TLY_DERIVED_RESIZE_LEDGER, build_ledger, free_ledger);
     int32_t q = tly_queues_find(qs, qname);
     if (q < 0) {
-        v->warning = fmt("queue %s of pod %s/%s is not in the state; the resize is admitted unchecked",
+        v->warning = tly_xasprintf("queue %s of pod %s/%s is not in the state; the resize is admitted unchecked",
                          qname, old->meta.ns, old->meta.name);
         return;
     }
@@ -325,7 +312,7 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
     for (int32_t j = q; j >= 0; j = tly_queues_parent(qs, (uint32_t)j)) {
         const tly_queue *qq = tly_queues_queue(qs, (uint32_t)j);
         if (tly_queues_parent(qs, (uint32_t)j) < 0 && qq->parent && *qq->parent) {
-            v->warning = fmt("parent queue %s of queue %s is not in the state; its limits are not "
+            v->warning = tly_xasprintf("parent queue %s of queue %s is not in the state; its limits are not "
                              "checked", qq->parent, qq->meta.name);
             break;
         }
@@ -355,15 +342,15 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
                 continue;
             if (tly_queues_bound(qs, (uint32_t)j, true, dims[k], &lim)) {
                 v->allowed = false;
-                v->message = k == 0 ? fmt("resize rejected: pod %s (PodGroup %s) CPU upsize not permitted on queue %s with finite CPU limit (%lldm)",
+                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) CPU upsize not permitted on queue %s with finite CPU limit (%lldm)",
                                           pod, pgshow, qn, milli(lim))
-                                    : fmt("resize rejected: pod %s (PodGroup %s) memory upsize not permitted on queue %s with finite memory limit (%lld bytes)",
+                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) memory upsize not permitted on queue %s with finite memory limit (%lld bytes)",
                                           pod, pgshow, qn, bytes(lim));
             } else if (np && tly_queues_bound(qs, (uint32_t)j, false, dims[k], &quo)) {
                 v->allowed = false;
-                v->message = k == 0 ? fmt("resize rejected: pod %s (PodGroup %s) non-preemptible CPU upsize not permitted on queue %s with finite CPU quota (%lldm)",
+                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) non-preemptible CPU upsize not permitted on queue %s with finite CPU quota (%lldm)",
                                           pod, pgshow, qn, milli(quo))
-                                    : fmt("resize rejected: pod %s (PodGroup %s) non-preemptible memory upsize not permitted on queue %s with finite memory quota (%lld bytes)",
+                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) non-preemptible memory upsize not permitted on queue %s with finite memory quota (%lld bytes)",
                                           pod, pgshow, qn, bytes(quo));
             }
         }
@@ -384,9 +371,9 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
                 v->allowed = false;
                 const char *what = quota ? "AllocatedNonPreemptible" : "Allocated";
                 const char *over = quota ? "quota" : "limit";
-                v->message = k == 0 ? fmt("resize rejected: pod %s (PodGroup %s) CPU upsize would push queue %s %s (%lldm + %lldm) over %s (%lldm)",
+                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) CPU upsize would push queue %s %s (%lldm + %lldm) over %s (%lldm)",
                                           pod, pgshow, qn, what, milli(used), milli(delta[k]), over, milli(bound))
-                                    : fmt("resize rejected: pod %s (PodGroup %s) memory upsize would push queue %s %s (%lld + %lld bytes) over %s (%lld bytes)",
+                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) memory upsize would push queue %s %s (%lld + %lld bytes) over %s (%lld bytes)",
                                           pod, pgshow, qn, what, bytes(used), bytes(delta[k]), over, bytes(bound));
             }
         }

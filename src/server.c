@@ -236,9 +236,7 @@ static void logf_msg(tly_server *srv, int level, const char *event, const char *
         return;
     va_list ap;
     va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        tly_oom();
+    char *msg = tly_xvasprintf(fmt, ap);
     va_end(ap);
     const char *kv[] = {"msg", msg};
     tly_server_log(srv, level, event, kv, 1);
@@ -501,12 +499,9 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, 
 {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    int n = vasprintf(&s, fmt, ap);
+    char *s = tly_xvasprintf(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        tly_oom();
-    return reply(conn, status, "text/plain; charset=utf-8", s, (size_t)n);
+    return reply(conn, status, "text/plain; charset=utf-8", s, strlen(s));
 }
 
 static void log_rejected(tly_server *srv, const request *rq, unsigned status, const char *why)

@@ -16,6 +16,7 @@
 #ifndef TALLY_ARENA_H
 #define TALLY_ARENA_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 typedef struct tly_arena tly_arena;
@@ -48,5 +49,8 @@ void *tly_xmalloc(size_t n);
 void *tly_xcalloc(size_t n, size_t size);
 void *tly_xrealloc(void *p, size_t n);
 char *tly_xstrdup(const char *s);
+/* A new heap string formatted as printf would (free it); never NULL. */
+char *tly_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *tly_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif

@@ -81,3 +81,20 @@ int tly_cmd_paths_start(int argc, char **argv, const char *cmd, void (*usage)(FI
     }
     return 1;
 }
+
+bool tly_cmd_engine_option(int argc, char **argv, int *i, const char **now, const char **sched)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--now") && *i + 1 < argc) {
+        *now = argv[++*i];
+    } else if (!strncmp(a, "--now=", 6)) {
+        *now = a + 6;
+    } else if (!strcmp(a, "--scheduler-name") && *i + 1 < argc) {
+        *sched = argv[++*i];
+    } else if (!strncmp(a, "--scheduler-name=", 17)) {
+        *sched = a + 17;
+    } else {
+        return false;
+    }
+    return true;
+}

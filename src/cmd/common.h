@@ -49,6 +49,13 @@ void tly_cmd_engines_free(tly_cmd_engines *e);
 #define TLY_CMD_USAGE (-2)
 int tly_cmd_paths_start(int argc, char **argv, const char *cmd, void (*usage)(FILE *));
 
+/*
+** The options of the commands that run the engines: when argv[*i] is
+** `--now T`, `--now=T`, `--scheduler-name N` or `--scheduler-name=N`, stores
+** the value, advances *i past a separate value and returns true.
+*/
+bool tly_cmd_engine_option(int argc, char **argv, int *i, const char **now, const char **sched);
+
 /* Prints the store's diagnostics of exactly severity `sev` to stderr. */
 void tly_cmd_print_sev(const tly_store *s, int sev);
 

@@ -45,14 +45,8 @@ int tly_cmd_explain(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--now") && i + 1 < argc) {
-            now = argv[++i];
-        } else if (!strncmp(a, "--now=", 6)) {
-            now = a + 6;
-        } else if (!strcmp(a, "--scheduler-name") && i + 1 < argc) {
-            sched = argv[++i];
-        } else if (!strncmp(a, "--scheduler-name=", 17)) {
-            sched = a + 17;
+        } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched)) {
+            continue;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "tally explain: unknown option '%s'\n", a);
             usage(stderr);

@@ -306,14 +306,8 @@ int tly_cmd_simulate(int argc, char **argv)
             out = a + 2;
         } else if (!strncmp(a, "--output=", 9)) {
             out = a + 9;
-        } else if (!strcmp(a, "--now") && i + 1 < argc) {
-            now = argv[++i];
-        } else if (!strncmp(a, "--now=", 6)) {
-            now = a + 6;
-        } else if (!strcmp(a, "--scheduler-name") && i + 1 < argc) {
-            sched = argv[++i];
-        } else if (!strncmp(a, "--scheduler-name=", 17)) {
-            sched = a + 17;
+        } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched)) {
+            continue;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "tally simulate: unknown or incomplete option '%s'\n", a);
             usage(stderr);

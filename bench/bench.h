@@ -1,0 +1,44 @@
+/*
+** bench.h: what the benchmark programs share: a monotonic clock and loading
+** a generated input into a store. Header-only, because each benchmark is one
+** file built into its own executable.
+*/
+#ifndef TALLY_BENCH_H
+#define TALLY_BENCH_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tally/diag.h"
+#include "tally/store.h"
+
+/* Seconds on the monotonic clock. */
+static inline double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+** Loads the generated text (freed here) into a finished store. A generator
+** that writes an input with errors would measure the wrong thing, so the
+** program stops with the errors printed.
+*/
+static inline tly_store *bench_load(const char *prog, char *text, size_t len)
+{
+    tly_store *s = tly_store_create();
+    tly_store_load_string(s, "bench.yaml", text, len);
+    tly_store_finish(s);
+    free(text);
+    size_t errs = tly_diags_count_sev(tly_store_diags(s), TLY_SEV_ERROR);
+    if (errs) {
+        fprintf(stderr, "%s: the generated input has %zu errors\n", prog, errs);
+        tly_diags_print(stderr, tly_store_diags(s), TLY_SEV_ERROR);
+        exit(1);
+    }
+    return s;
+}
+
+#endif
