@@ -2,6 +2,7 @@
 ** bench_pods.c: pod placement benchmark under queue policy (`make bench`).
 **
 **   bench-pods NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS
+**   bench-pods --emit NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS
 **
 ** Builds a synthetic cluster in memory (deterministic): NODES nodes of two
 ** GPU products (H200 and A100, 8 GPUs each, zone labels), a queue tree three
@@ -11,7 +12,9 @@
 ** gpu-h200, gpu-a100, gpu-memory, efa, then per-zone CPU resources), and
 ** PODS pending kai-scheduler pods (whole GPUs, fractions, CPU-only). Loads
 ** it through the normal loader (not timed), then times the engine
-** (tly_podsched_create + run) and prints pods per second.
+** (tly_podsched_create + run) and prints pods per second. With --emit it
+** only writes that input (multi-document YAML) to stdout, so the real
+** command line can run on the same cluster (`tally simulate FILE`).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,14 +107,20 @@ __attribute__((noinline)) static tly_podsched *place(tly_store *s)
 
 int main(int argc, char **argv)
 {
-    if (argc < 5) {
-        fprintf(stderr, "usage: bench-pods NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS\n");
+    int emit = argc > 1 && !strcmp(argv[1], "--emit");
+    if (argc < 5 + emit) {
+        fprintf(stderr, "usage: bench-pods [--emit] NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS\n");
         return 2;
     }
-    unsigned nodes = (unsigned)atoi(argv[1]), leaves = (unsigned)atoi(argv[2]),
-             ars = (unsigned)atoi(argv[3]), pods = (unsigned)atoi(argv[4]);
+    unsigned nodes = (unsigned)atoi(argv[1 + emit]), leaves = (unsigned)atoi(argv[2 + emit]),
+             ars = (unsigned)atoi(argv[3 + emit]), pods = (unsigned)atoi(argv[4 + emit]);
     size_t len;
     char *text = build(nodes, leaves, ars, pods, &len);
+    if (emit) {
+        int ok = fwrite(text, 1, len, stdout) == len;
+        free(text);
+        return ok && fflush(stdout) == 0 ? 0 : 1;
+    }
     tly_store *s = bench_load("bench-pods", text, len);
     double t0 = now_s();
     tly_podsched *ps = place(s);

@@ -23,18 +23,22 @@ cmake --build build-bench -j 2 --target tally tally-gen >/dev/null
 mkdir -p "$OUT"
 TALLY=build-bench/tally
 
-# median wall seconds and peak RSS (KiB) of a command over $RUNS runs
+median() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
+
+# median wall seconds, peak RSS (KiB) and median CPU seconds (user + sys) of a
+# command over $RUNS runs
 measure() {
-  local times=() rss=0 t m tf
+  local times=() cpus=() rss=0 t m u s tf
   tf=$(mktemp)
   for _ in $(seq "$RUNS"); do
-    /usr/bin/time -o "$tf" -f "%e %M" "$@" >/dev/null 2>&1 || true
-    read -r t m < "$tf"
+    /usr/bin/time -o "$tf" -f "%e %M %U %S" "$@" >/dev/null 2>&1 || true
+    read -r t m u s < "$tf"
     times+=("$t")
+    cpus+=("$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')")
     [ "$m" -gt "$rss" ] && rss=$m
   done
- rm -f "$tf"
-  printf '%s %s\n' "$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (RUNS + 1) / 2 ))p")" "$rss"
+  rm -f "$tf"
+  printf '%s %s %s\n' "$(median "${times[@]}")" "$rss" "$(median "${cpus[@]}")"
 }
 
 printf '%-34s %10s %14s %14s %8s\n' "measure" "size" "tally" "baseline" "ratio"
@@ -43,8 +47,8 @@ for n in $SIZES; do
   f="$OUT/pods-$n.json"
   [ -s "$f" ] || build-bench/tally-gen pods "$n" 42 > "$f"
   bytes=$(stat -c %s "$f")
-  read -r tt tr < <(measure "$TALLY" validate "$f")
-  read -r jt jr < <(measure jq . "$f")
+  read -r tt tr _ < <(measure "$TALLY" validate "$f")
+  read -r jt jr _ < <(measure jq . "$f")
   printf '%-34s %10s %13ss %13ss %8s\n' "load pods (wall, vs jq .)" "$n" "$tt" "$jt" \
     "$(awk -v a="$tt" -v b="$jt" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
   printf '%-34s %10s %12sMB %12sMB %8s\n' "load pods (peak RSS, vs jq .)" "$n" \
@@ -69,7 +73,7 @@ if command -v valgrind >/dev/null; then
 fi
 
 # ---- Run placement (issue 3): tally's scheduler against a full fit-scan ----
-cmake --build build-bench -j 2 --target bench-runs bench-pods >/dev/null
+cmake --build build-bench -j 2 --target bench-runs bench-pods bench-mem >/dev/null
 RUNS_SIZES=${BENCH_RUNS_SIZES:-1000:100000 10000:10000}
 for spec in $RUNS_SIZES; do
   pods=${spec%%:*}; runs=${spec##*:}
@@ -106,6 +110,81 @@ if command -v valgrind >/dev/null; then
   printf '%-34s %10s %14s %14s %8s\n' "instructions / pod" "500/50/20/2000" \
     "$(awk -v a="$ir" 'BEGIN { printf "%.0f", a / 2000 }')" "-" "-"
 fi
+
+# ---- A full `tally simulate` of the 5,000-node cluster (issue 8): CPU against 1 s ----
+# The cluster of the pods table's largest case (5,000 nodes, 500 leaf queues,
+# 20 AccountedResources), written by `bench-pods --emit` and run through the
+# command line: `tally simulate -o json FILE` (load, both engines, the JSON
+# output). 10,000 pending pods: two per node, asking for about 7,000 of the
+# 40,000 GPUs, so all of them fit under the queue limits and are Bound and the
+# run measures the full placement of a large backlog; the pods table's
+# 100,000-pod case covers the failure scans of an overfull cluster. CPU is
+# user + sys from /usr/bin/time (median of $RUNS runs), also at 2x, 4x and 8x
+# the nodes with the same pods. Instructions: one callgrind run at 5,000
+# nodes, split by function (inclusive): load = tly_store_load_path +
+# tly_store_finish, engines = tly_runsched_create/run + tly_podsched_create/run,
+# the rest = the JSON output, start-up and freeing.
+SIM_PODS=${BENCH_SIM_PODS:-10000}
+SIM_NODES=${BENCH_SIM_NODES:-5000 10000 20000 40000}
+for n in $SIM_NODES; do
+  size="$n/500/20/$SIM_PODS"
+  f="$OUT/sim-$n-$SIM_PODS.yaml"
+  [ -s "$f" ] || build-bench/bench-pods --emit "$n" 500 20 "$SIM_PODS" > "$f"
+  bound=$("$TALLY" simulate -o json "$f" | grep -c '"state": "Bound"' || true)
+  if [ "$bound" != "$SIM_PODS" ]; then
+    echo "bench.sh: tally simulate $f placed $bound of $SIM_PODS pods" >&2
+    exit 1
+  fi
+  read -r _ sr sc < <(measure "$TALLY" simulate -o json "$f")
+  printf '%-34s %10s %13ss %13ss %8s\n' "simulate (CPU user+sys, vs 1 s)" "$size" "$sc" "1.00" \
+    "$(awk -v a="$sc" 'BEGIN { printf "%.2f", a }')"
+  printf '%-34s %10s %12sMB %12sMB %8s\n' "simulate (peak RSS, vs file size)" "$size" \
+    "$((sr / 1024))" "$(($(stat -c %s "$f") / 1048576))" \
+    "$(awk -v a="$sr" -v b="$(stat -c %s "$f")" 'BEGIN { printf "%.2f", a * 1024 / b }')"
+done
+if command -v valgrind >/dev/null; then
+  n=${SIM_NODES%% *}
+  f="$OUT/sim-$n-$SIM_PODS.yaml"
+  cg=$(mktemp)
+  valgrind --tool=callgrind --callgrind-out-file="$cg" "$TALLY" simulate -o json "$f" >/dev/null 2>&1
+  callgrind_annotate --inclusive=yes --threshold=100 "$cg" > "$cg.txt"
+  # inclusive instructions of the named functions, summed
+  incl() {
+    local fn sum=0 v
+    for fn in "$@"; do
+      v=$(awk -v f=":$fn [" 'index($0, f) { gsub(",", "", $1); print $1; exit }' "$cg.txt")
+      sum=$((sum + ${v:-0}))
+    done
+    echo "$sum"
+  }
+  total=$(awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }' "$cg.txt")
+  load=$(incl tly_store_load_path tly_store_finish)
+  eng=$(incl tly_runsched_create tly_runsched_run tly_podsched_create tly_podsched_run)
+  rm -f "$cg" "$cg.txt"
+  size="$n/500/20/$SIM_PODS"
+  printf '%-34s %10s %14s %14s %8s\n' "simulate instructions (whole run)" "$size" "$total" "-" "-"
+  for part in "load:$load" "engines:$eng" "output etc.:$((total - load - eng))"; do
+    printf '%-34s %10s %14s %14s %8s\n' "simulate instructions: ${part%%:*}" "$size" \
+      "${part##*:}" "$total" "$(awk -v a="${part##*:}" -v b="$total" 'BEGIN { printf "%.2f", a / b }')"
+  done
+fi
+
+# ---- Memory per node and per pod in the state (issue 8) ----
+# bench-mem loads tally-gen's kubectl-style node List (N and 2N GPU nodes) and
+# pod List (M and 2M pods, the load benchmark's input) through the loader and
+# takes the heap the finished store holds (mallinfo2, before and after); the
+# difference between the two sizes over the count is the cost of one more
+# node or pod. Baseline column: the input bytes of one object, for scale.
+MEM_NODES=${BENCH_MEM_NODES:-5000}
+MEM_PODS=${BENCH_MEM_PODS:-20000}
+out=$(build-bench/bench-mem "$MEM_NODES" "$MEM_PODS")
+for what in node pod; do
+  read -r sz h a i < <(sed -n "s/^per $what (\([0-9]*\) -> \([0-9]*\)): heap \([0-9]*\) B, arena \([0-9]*\) B, input \([0-9]*\) B$/\1->\2 \3 \4 \5/p" <<<"$out")
+  printf '%-34s %10s %13sB %13sB %8s\n' "state heap / $what (vs input)" "$sz" "$h" "$i" \
+    "$(awk -v a="$h" -v b="$i" 'BEGIN { printf "%.2f", a / b }')"
+  printf '%-34s %10s %13sB %13sB %8s\n' "state arena used / $what (vs input)" "$sz" "$a" "$i" \
+    "$(awk -v a="$a" -v b="$i" 'BEGIN { printf "%.2f", a / b }')"
+done
 
 # ---- Resize admission (issue 5): decisions/s in a 4-level queue tree, 10,000 running pods ----
 cmake --build build-bench -j 2 --target bench-resize >/dev/null
