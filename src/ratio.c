@@ -138,16 +138,8 @@ tly_frac tly_frac_make(tly_i128 used_nanos, tly_i128 cap_nanos)
     return tly_frac_reduce((tly_frac){(tly_u128)used_nanos, (tly_u128)cap_nanos});
 }
 
-int tly_frac_cmp(tly_frac a, tly_frac b)
+int tly_frac_cmp_wide(tly_frac a, tly_frac b)
 {
-    if (a.den == b.den)
-        return a.num < b.num ? -1 : a.num > b.num;
-    /* Both sides within 64 bits: one 128-bit product each, exactly. */
-    if (((a.num | a.den | b.num | b.den) >> 64) == 0) {
-        tly_u128 l = a.num * b.den, r = b.num * a.den;
-        return l < r ? -1 : l > r;
-    }
-
     tly_u128 lh, ll, rh, rl;
     tly_frac_mul256(a.num, b.den, &lh, &ll);
     tly_frac_mul256(b.num, a.den, &rh, &rl);
@@ -356,7 +348,7 @@ static void tly_loadkey_view_of(const tly_loadkey *k, tly_loadkey_view *v)
 /* Scratch limbs on the stack for the two cross products. */
 #define TLY_LOADKEY_STACK_LIMBS 64
 
-static int tly_loadkey_cmp_sums(const tly_loadkey *a, const tly_loadkey *b)
+int tly_loadkey_cmp_sum(const tly_loadkey *a, const tly_loadkey *b)
 {
     tly_loadkey_view va, vb;
     uint64_t stack[2 * TLY_LOADKEY_STACK_LIMBS];
@@ -395,5 +387,5 @@ int tly_loadkey_cmp(const tly_loadkey *a, const tly_loadkey *b)
     int r = tly_frac_cmp(a->max, b->max);
     if (r != 0)
         return r;
-    return tly_loadkey_cmp_sums(a, b);
+    return tly_loadkey_cmp_sum(a, b);
 }

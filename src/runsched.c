@@ -18,6 +18,25 @@
 ** Run affinity adds its own 0..100 score; the highest total wins and ties go
 ** to the Pod name in byte order. Without preferred affinity this is exactly
 ** the seed's rule: least highest ratio, then least sum, then name.
+**
+** The index: load classes. Two available Pods of one group with the same
+** capacity list and the same usage of every advertised resource are
+** interchangeable for every Run without Run affinity: each passes or fails
+** the filter alike and gets the same load key, so only the name can tell
+** them apart, and the earlier name wins. The scheduler therefore keeps the
+** available Pods of each group in classes keyed by (capacity, usage); a
+** class holds its members in a min-heap by Pod index (index order is name
+** order inside a group), and a Run is filtered and scored once per live
+** class, on the class's first member, instead of once per Pod. A fleet of
+** Runtime Pods from one template starts as one class and, as Runs land,
+** spreads over as many classes as there are distinct usage vectors: in the
+** worst case (every Pod different) one per Pod, which is the plain scan plus
+** the upkeep of a hash lookup and a heap move per placement. Each class also
+** caches the sum of its current ratios: between two Pods with the same
+** capacity list the request adds the same amount to both sums, so the sums
+** after the request compare exactly as the cached ones do (docs/runs.md).
+** Runs with affinity terms depend on which Runs a Pod hosts, not only on
+** its load, and are scored Pod by Pod as before.
 */
 #include "tally/runsched.h"
 
@@ -49,13 +68,32 @@ typedef struct {
     tly_rvec used;
     tly_runtimed *rd;
     int32_t group;
+    int32_t cls;            /* its load class, or -1 when not available */
+    uint32_t capkey;        /* interned capacity list: equal lists, equal keys */
+    uint32_t hpos;          /* position in its class's heap */
     bool dirty;             /* runtimed has something to (re)check */
 } rpod;
+
+/* Available Pods of one group with equal capacity and usage (see above). */
+typedef struct {
+    uint32_t *heap;         /* members: a min-heap of Pod indices */
+    uint32_t n, cap;
+    int32_t slot;           /* index in the group's live list, -1 when empty */
+    bool have_sum;
+    tly_loadkey sum;        /* the members' current ratios (max and sum) */
+    uint32_t capkey;
+    uint32_t nv;            /* advertised resources */
+    uint64_t *v;            /* per advertised resource: capacity, usage (nanos);
+                               NULL unless all are in [0, 2^62): see fit_small */
+} lclass;
 
 typedef struct {
     const char *ns, *runtime;
     uint32_t *pods;
     uint32_t npods;
+    uint32_t navail;        /* available Pods (states do not change in a run) */
+    uint32_t *live;         /* classes with members */
+    uint32_t nlive, caplive;
     uint32_t *wait;
     uint32_t nwait, capwait;
 } rgroup;
@@ -64,6 +102,7 @@ struct tly_runsched {
     tly_store *s;
     tly_names *names;
     tly_arena *a;
+    tly_arena *scratch;     /* per reserve: the aligned requests */
     int64_t now;
     bool have_clock;
     rrun *runs;
@@ -73,6 +112,11 @@ struct tly_runsched {
     rgroup *groups;
     uint32_t ngroups, capgroups;
     tly_strmap podmap, groupmap, runmap;
+    lclass *classes;
+    uint32_t nclasses, capclasses;
+    tly_strmap classmap, capmap;
+    uint32_t ncapkeys;
+    bool indexed;           /* false: the plain per-Pod scan (the reference) */
     uint32_t *queue;
     uint32_t qhead, qtail, qcap;
     bool started;
@@ -106,6 +150,158 @@ static int32_t group_of(tly_runsched *rs, const char *ns, const char *runtime, b
     return (int32_t)rs->ngroups++;
 }
 
+/* ---- load classes (the index; see the top of the file) --------------------- */
+
+/* The interned id of Pod p's capacity list (ids and values). */
+static uint32_t capkey_of(tly_runsched *rs, const rpod *p)
+{
+    /* Field by field (id, then nanos): the structs have padding. */
+    const size_t step = sizeof(uint32_t) + sizeof(tly_i128);
+    size_t len = p->cap.n * step;
+    char *k = tly_arena_alloc(rs->a, len + 1);
+    for (uint32_t c = 0; c < p->cap.n; c++) {
+        memcpy(k + c * step, &p->cap.v[c].id, sizeof(uint32_t));
+        memcpy(k + c * step + sizeof(uint32_t), &p->cap.v[c].q.nanos, sizeof(tly_i128));
+    }
+    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->capmap, k, len);
+    if (v)
+        return (uint32_t)v - 1;
+    tly_strmap_put(&rs->capmap, k, len, (void *)(uintptr_t)(rs->ncapkeys + 1));
+    return rs->ncapkeys++;
+}
+
+static void heap_set(rpod *pods, lclass *c, uint32_t at, uint32_t pod)
+{
+    c->heap[at] = pod;
+    pods[pod].hpos = at;
+}
+
+static void heap_up(rpod *pods, lclass *c, uint32_t at)
+{
+    uint32_t x = c->heap[at];
+    while (at > 0 && x < c->heap[(at - 1) / 2]) {
+        heap_set(pods, c, at, c->heap[(at - 1) / 2]);
+        at = (at - 1) / 2;
+    }
+    heap_set(pods, c, at, x);
+}
+
+static void heap_down(rpod *pods, lclass *c, uint32_t at)
+{
+    uint32_t x = c->heap[at];
+    for (;;) {
+        uint32_t l = 2 * at + 1, m = l;
+        if (l >= c->n)
+            break;
+        if (l + 1 < c->n && c->heap[l + 1] < c->heap[l])
+            m = l + 1;
+        if (c->heap[m] > x)
+            break;
+        heap_set(pods, c, at, c->heap[m]);
+        at = m;
+    }
+    heap_set(pods, c, at, x);
+}
+
+/* Takes Pod pi out of its class; an emptied class leaves its group's list. */
+static void class_leave(tly_runsched *rs, uint32_t pi)
+{
+    rpod *p = &rs->pods[pi];
+    if (p->cls < 0)
+        return;
+    lclass *c = &rs->classes[p->cls];
+    uint32_t at = p->hpos, last = c->heap[--c->n];
+    if (at < c->n) {
+        heap_set(rs->pods, c, at, last);
+        heap_up(rs->pods, c, at);
+        heap_down(rs->pods, c, rs->pods[last].hpos);
+    }
+    if (c->n == 0) {
+        rgroup *g = &rs->groups[p->group];
+        uint32_t moved = g->live[--g->nlive];
+        g->live[c->slot] = moved;
+        rs->classes[moved].slot = c->slot;
+        c->slot = -1;
+    }
+    p->cls = -1;
+}
+
+/*
+** Puts available Pod pi into the class of its current capacity and usage,
+** creating the class the first time that load is seen in the group.
+*/
+static void class_join(tly_runsched *rs, uint32_t pi)
+{
+    rpod *p = &rs->pods[pi];
+    if (p->res.state != TLY_RPOD_AVAILABLE)
+        return;
+    /* Key: group, capacity key, then the usage of each advertised resource. */
+    size_t len = 2 * sizeof(uint32_t) + p->cap.n * sizeof(tly_i128);
+    char stackbuf[512], *k = len <= sizeof stackbuf ? stackbuf : tly_xmalloc(len);
+    memcpy(k, &p->group, sizeof(uint32_t));
+    memcpy(k + sizeof(uint32_t), &p->capkey, sizeof(uint32_t));
+    for (uint32_t c = 0; c < p->cap.n; c++) {
+        tly_i128 u = tly_rvec_get(&p->used, p->cap.v[c].id).nanos;
+        memcpy(k + 2 * sizeof(uint32_t) + c * sizeof u, &u, sizeof u);
+    }
+    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->classmap, k, len);
+    uint32_t ci;
+    if (v) {
+        ci = (uint32_t)v - 1;
+    } else {
+        if (rs->nclasses == rs->capclasses) {
+            rs->capclasses = rs->capclasses ? rs->capclasses * 2 : 64;
+            rs->classes = tly_xrealloc(rs->classes, rs->capclasses * sizeof *rs->classes);
+        }
+        ci = rs->nclasses++;
+        lclass *c = &rs->classes[ci];
+        memset(c, 0, sizeof *c);
+        c->slot = -1;
+        c->capkey = p->capkey;
+        c->nv = p->cap.n;
+        c->v = tly_arena_alloc(rs->a, (2 * p->cap.n + 1) * sizeof *c->v);
+        for (uint32_t e = 0; e < p->cap.n && c->v; e++) {
+            tly_i128 cq = p->cap.v[e].q.nanos, u = tly_rvec_get(&p->used, p->cap.v[e].id).nanos;
+            if (cq < 0 || u < 0 || (cq >> 62) || (u >> 62)) {
+                c->v = NULL;
+                break;
+            }
+            c->v[2 * e] = (uint64_t)cq;
+            c->v[2 * e + 1] = (uint64_t)u;
+        }
+        char *kept = tly_arena_alloc(rs->a, len);
+        memcpy(kept, k, len);
+        tly_strmap_put(&rs->classmap, kept, len, (void *)(uintptr_t)(ci + 1));
+    }
+    if (k != stackbuf)
+        free(k);
+    lclass *c = &rs->classes[ci];
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 4;
+        c->heap = tly_xrealloc(c->heap, c->cap * sizeof *c->heap);
+    }
+    if (c->n == 0) {
+        rgroup *g = &rs->groups[p->group];
+        if (g->nlive == g->caplive) {
+            g->caplive = g->caplive ? g->caplive * 2 : 8;
+            g->live = tly_xrealloc(g->live, g->caplive * sizeof *g->live);
+        }
+        c->slot = (int32_t)g->nlive;
+        g->live[g->nlive++] = ci;
+    }
+    p->cls = (int32_t)ci;
+    c->heap[c->n] = pi;
+    p->hpos = c->n++;
+    heap_up(rs->pods, c, p->hpos);
+}
+
+/* Pod pi's usage or capacity changed: move it to the class that now fits. */
+static void reclass(tly_runsched *rs, uint32_t pi)
+{
+    class_leave(rs, pi);
+    class_join(rs, pi);
+}
+
 static int64_t scheduled_time(const tly_run *r)
 {
     const tly_condition *c = tly_conditions_find(&r->conditions, "Scheduled");
@@ -130,11 +326,15 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
     rs->s = s;
     rs->names = tly_store_names(s);
     rs->a = tly_arena_create(64 * 1024);
+    rs->scratch = tly_arena_create(4096);
     rs->now = now;
     rs->have_clock = have_clock;
+    rs->indexed = true;
     tly_strmap_init(&rs->podmap);
     tly_strmap_init(&rs->groupmap);
     tly_strmap_init(&rs->runmap);
+    tly_strmap_init(&rs->classmap);
+    tly_strmap_init(&rs->capmap);
 
     /* Runtime Pods: every Pod with a `runtime` label. */
     uint32_t np = tly_store_count(s, TLY_K_POD);
@@ -155,7 +355,10 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
         q->res.used = &q->used;
         q->rd = tly_runtimed_create(&q->cap);
         q->group = group_of(rs, p->meta.ns, rt, true);
+        q->cls = -1;
+        q->capkey = capkey_of(rs, q);
         rgroup *g = &rs->groups[q->group];
+        g->navail += q->res.state == TLY_RPOD_AVAILABLE;
         g->pods = tly_xrealloc(g->pods, (g->npods + 1) * sizeof *g->pods);
         g->pods[g->npods++] = rs->npods;
         char *k = key2(rs->a, p->meta.ns, p->meta.name);
@@ -202,6 +405,9 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
         if (r->res.phase == TLY_RUN_SCHEDULED && r->res.pod >= 0)
             rs->pods[r->res.pod].dirty = true;
     }
+    /* The usage is complete: file the available Pods in their classes. */
+    for (uint32_t i = 0; i < rs->npods; i++)
+        class_join(rs, i);
     /* Placement order: (creationTimestamp, namespace, name). */
     uint32_t *order = tly_xmalloc((nr + 1) * sizeof *order);
     for (uint32_t i = 0; i < nr; i++)
@@ -229,7 +435,15 @@ void tly_runsched_destroy(tly_runsched *rs)
     for (uint32_t i = 0; i < rs->ngroups; i++) {
         free(rs->groups[i].pods);
         free(rs->groups[i].wait);
+        free(rs->groups[i].live);
     }
+    for (uint32_t i = 0; i < rs->nclasses; i++) {
+        free(rs->classes[i].heap);
+        tly_loadkey_free(&rs->classes[i].sum);
+    }
+    free(rs->classes);
+    tly_strmap_free(&rs->classmap);
+    tly_strmap_free(&rs->capmap);
     free(rs->groups);
     free(rs->pods);
     free(rs->runs);
@@ -237,6 +451,7 @@ void tly_runsched_destroy(tly_runsched *rs)
     tly_strmap_free(&rs->podmap);
     tly_strmap_free(&rs->groupmap);
     tly_strmap_free(&rs->runmap);
+    tly_arena_destroy(rs->scratch);
     tly_arena_destroy(rs->a);
     free(rs);
 }
@@ -430,6 +645,68 @@ static bool fit_max(const rpod *p, const tly_rlist *req, tly_frac *max)
 }
 
 /*
+** A Run's request laid out along one capacity list (capkey): the amount per
+** advertised resource, and whether the request can fit at all (it asks
+** nothing positive that the list lacks, and every amount is below 2^62).
+** Built once per Run and capacity list, then shared by every class of it.
+*/
+typedef struct {
+    uint32_t capkey;
+    bool valid, possible;
+    uint64_t *amt;
+} aligned_req;
+
+static void align_request(tly_arena *a, const tly_rlist *capl, uint32_t capkey,
+                          const tly_rlist *req, aligned_req *out)
+{
+    out->capkey = capkey;
+    out->valid = true;
+    out->possible = true;
+    out->amt = tly_arena_zalloc(a, (capl->n + 1) * sizeof *out->amt);
+    uint32_t j = 0;
+    for (uint32_t c = 0; c < capl->n; c++) {
+        for (; j < req->n && req->v[j].id < capl->v[c].id; j++)
+            if (req->v[j].q.nanos > 0)
+                out->possible = false;
+        if (j < req->n && req->v[j].id == capl->v[c].id) {
+            tly_i128 q = req->v[j++].q.nanos;
+            if (q < 0 || (q >> 62))
+                out->valid = false;
+            else
+                out->amt[c] = (uint64_t)q;
+        }
+    }
+    for (; j < req->n; j++)
+        if (req->v[j].q.nanos > 0)
+            out->possible = false;
+}
+
+/*
+** fit_max() on a class whose values all lie in [0, 2^62), with the request
+** aligned to its capacity list: 64-bit sums and one 128-bit cross product
+** per resource. Gives exactly what fit_max() gives on any of its Pods.
+*/
+static bool fit_small(const lclass *c, const aligned_req *ar, tly_frac *max)
+{
+    if (!ar->possible)
+        return false;
+    uint64_t bn = 0, bd = 1;
+    for (uint32_t e = 0; e < c->nv; e++) {
+        uint64_t cap = c->v[2 * e], t = c->v[2 * e + 1] + ar->amt[e];
+        if (ar->amt[e] > 0 && t > cap)
+            return false;
+        if (cap == 0 || t == 0)
+            continue;
+        if ((tly_u128)t * bd > (tly_u128)bn * cap) {
+            bn = t;
+            bd = cap;
+        }
+    }
+    *max = (tly_frac){bn, bd};
+    return true;
+}
+
+/*
 ** The sum of Pod p's projected ratios as one unreduced fraction, in whole
 ** units: den = the product of the capacities, num = the sum of each usage
 ** times the other capacities. Exact; false when a value is not a whole
@@ -479,29 +756,34 @@ static bool sum_units(const rpod *p, const tly_rlist *req, tly_frac *out)
 ** The best's sum is computed once per best (*bs, *have).
 */
 /*
-** True when two Pods have the same capacity list and the same usage of
-** every resource in it: their sums of ratios are then equal whatever the
-** request. Ties among identical Pods are the common case in a fleet, and
-** this check is far cheaper than two exact sums.
+** The current ratios of class ci (max and sum over the advertised resources
+** in use), computed once: a class's load never changes.
 */
-static bool same_load(const rpod *a, const rpod *b)
+static const tly_loadkey *class_sum(const tly_runsched *rs, int32_t ci)
 {
-    if (a->cap.n != b->cap.n)
-        return false;
-    for (uint32_t c = 0; c < a->cap.n; c++) {
-        const tly_rq *x = &a->cap.v[c], *y = &b->cap.v[c];
-        if (x->id != y->id || x->q.nanos != y->q.nanos ||
-            tly_rvec_get(&a->used, x->id).nanos != tly_rvec_get(&b->used, x->id).nanos)
-            return false;
+    lclass *c = &rs->classes[ci];
+    if (!c->have_sum) {
+        const tly_rlist none = {0};
+        load_key(&rs->pods[c->heap[0]], &none, &c->sum);
+        c->have_sum = true;
     }
-    return true;
+    return &c->sum;
 }
 
-static int cmp_sums(const rpod *k, const rpod *best, const tly_rlist *req, tly_frac *bs,
-                    int *have)
+/*
+** Sum of ratios of candidate k against the best so far (-1, 0, 1), exactly,
+** once their highest ratios are equal. Pods of one class have equal sums.
+** Pods with the same capacity list get the same addition from the request,
+** so their sums compare as their classes' cached ones do. Otherwise both sums
+** are computed (the best's once per best: *bs, *have).
+*/
+static int cmp_sums(const tly_runsched *rs, const rpod *k, const rpod *best,
+                    const tly_rlist *req, tly_frac *bs, int *have)
 {
-    if (same_load(k, best))
+    if (rs->indexed && k->cls >= 0 && k->cls == best->cls)
         return 0;
+    if (rs->indexed && k->cls >= 0 && best->cls >= 0 && k->capkey == best->capkey)
+        return tly_loadkey_cmp_sum(class_sum(rs, k->cls), class_sum(rs, best->cls));
     if (*have == 0)
         *have = sum_units(best, req, bs) ? 1 : -1;
     tly_frac fk;
@@ -518,9 +800,9 @@ static int cmp_sums(const rpod *k, const rpod *best, const tly_rlist *req, tly_f
 }
 
 /*
-** The seed's rule over the candidates in name order: the least highest
-** ratio; on a tie the least sum of ratios (computed only then); on a tie
-** the earlier name.
+** The seed's rule over the candidates: the least highest ratio; on a tie
+** the least sum of ratios (computed only then); on a tie the earlier name
+** (the lower Pod index: candidates from the class index come in no order).
 */
 static uint32_t choose_least_loaded(const tly_runsched *rs, uint32_t i, const cand *c, uint32_t n)
 {
@@ -532,9 +814,12 @@ static uint32_t choose_least_loaded(const tly_runsched *rs, uint32_t i, const ca
         int cmp = tly_frac_cmp(c[k].max, c[best].max);
         if (cmp > 0)
             continue;
-        if (cmp == 0 &&
-            cmp_sums(&rs->pods[c[k].pod], &rs->pods[c[best].pod], req, &best_sum, &have) >= 0)
-            continue;
+        if (cmp == 0) {
+            int sc = cmp_sums(rs, &rs->pods[c[k].pod], &rs->pods[c[best].pod], req, &best_sum,
+                              &have);
+            if (sc > 0 || (sc == 0 && c[k].pod > c[best].pod))
+                continue;
+        }
         best = k;
         have = 0;
     }
@@ -706,9 +991,29 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
                                      g->runtime, g->runtime, g->ns));
         return -1;
     }
-    cand *c = tly_xmalloc(g->npods * sizeof *c);
-    uint32_t n = 0, navail = 0, nfit = 0, naff = 0, nanti = 0;
-    for (uint32_t k = 0; k < g->npods; k++) {
+    cand *c = tly_xmalloc((g->npods + 1) * sizeof *c);
+    uint32_t n = 0, navail = 0, naff = 0, nanti = 0;
+    bool by_class = rs->indexed && run->naffinity_required == 0 && run->nanti_required == 0 &&
+                    run->naffinity_preferred == 0 && run->nanti_preferred == 0;
+    if (by_class) {
+        /* The index: one candidate per live class, its first Pod by name. */
+        navail = g->navail;
+        tly_arena_reset(rs->scratch);
+        aligned_req ar = {0};
+        for (uint32_t k = 0; k < g->nlive; k++) {
+            const lclass *lc = &rs->classes[g->live[k]];
+            uint32_t pi = lc->heap[0];
+            tly_frac max;
+            if (lc->v && (!ar.amt || ar.capkey != lc->capkey))
+                align_request(rs->scratch, &rs->pods[pi].cap, lc->capkey, &r->request, &ar);
+            if (lc->v && ar.valid ? !fit_small(lc, &ar, &max)
+                                  : !fit_max(&rs->pods[pi], &r->request, &max))
+                continue;
+            c[n].pod = pi;
+            c[n++].max = max;
+        }
+    }
+    for (uint32_t k = 0; !by_class && k < g->npods; k++) {
         rpod *p = &rs->pods[g->pods[k]];
         if (p->res.state != TLY_RPOD_AVAILABLE)
             continue;
@@ -716,7 +1021,6 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
         tly_frac max;
         if (!fit_max(p, &r->request, &max))
             continue;
-        nfit++;
         int af = affinity_filter(rs, i, p->res.pod);
         if (af == 1) {
             naff++;
@@ -731,7 +1035,6 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
     }
     if (n == 0) {
         free(c);
-        (void)run;
         if (navail == 0)
             set_pending(rs, i, TLY_REASON_PODS_UNAVAILABLE, unavailable_message(rs, g));
         else if (naff)
@@ -748,7 +1051,6 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
                                          g->runtime));
         else
             set_pending(rs, i, TLY_REASON_INSUFFICIENT_CAPACITY, capacity_message(rs, i, g));
-        (void)nfit;
         return -1;
     }
     uint32_t pod = choose(rs, i, c, n);
@@ -758,6 +1060,7 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
     if (!tly_rvec_fits(&p->used, &r->request, &p->cap, NULL))
         return -1;
     tly_rvec_add_list(&p->used, &r->request);
+    reclass(rs, pod);
     r->counted = true;
     r->assumed = true;
     r->res.pod = (int32_t)pod;
@@ -781,6 +1084,7 @@ static void uncount(tly_runsched *rs, rrun *r)
 {
     if (r->counted && r->res.pod >= 0) {
         tly_rvec_sub_list(&rs->pods[r->res.pod].used, &r->request);
+        reclass(rs, (uint32_t)r->res.pod);
         r->counted = false;
     }
 }
@@ -914,12 +1218,16 @@ void tly_runsched_set_capacity(tly_runsched *rs, uint32_t pod, const tly_rlist *
     if (capacity->n)
         memcpy(p->cap.v, capacity->v, capacity->n * sizeof *p->cap.v);
     p->cap.n = capacity->n;
+    p->capkey = capkey_of(rs, p);
+    reclass(rs, pod);
     tly_runtimed_set_capacity(p->rd, &p->cap);
     p->dirty = true;
     wake_group(rs, p->group);
 }
 
 /* ---- results ------------------------------------------------------------------ */
+
+void tly_runsched_set_indexed(tly_runsched *rs, bool on) { rs->indexed = on; }
 
 uint32_t tly_runsched_nruns(const tly_runsched *rs) { return rs->nruns; }
 

@@ -43,7 +43,9 @@
 **      Pending Run has a valid request; a placed Run is on an available Pod
 **      of its own (namespace, runtime);
 **   R6 a step without an event re-tries nothing (cycles do not move);
-**   R7 determinism of the whole sequence.
+**   R7 determinism of the whole sequence;
+**   R8 the load-class index decides exactly as the plain per-Pod scan does
+**      (tly_runsched_set_indexed(rs, false)): same Pods, states, messages.
 **
 ** TALLY_PROPERTY_CASES  number of clusters and of Run sequences (default below);
 ** TALLY_PROPERTY_SEED   run only this seed (both engines), to reproduce a failure;
@@ -1430,7 +1432,7 @@ static void test_pod_engine_invariants(void **state)
 /* ==== the Run engine =================================================== */
 /* ======================================================================== */
 
-#define MAX_RT_PODS 24
+#define MAX_RT_PODS 48
 
 typedef struct {
     char ns[12], name[40], runtime[12];
@@ -1480,7 +1482,13 @@ static uint32_t gen_runs(uint64_t seed, sbuf *y)
     uint32_t npods = 0;
     for (uint32_t ns = 0; ns < nns; ns++)
         for (uint32_t t = 0; t < nrt; t++) {
-            uint32_t k = below(&r, 4);
+            /* Sometimes a fleet from one template (same capacity text), so that
+               identical Pods tie and the load-class index has classes to share. */
+            bool fleet = chance(&r, 30);
+            uint32_t k = fleet ? 4 + below(&r, 9) : below(&r, 4);
+            sbuf tmpl = {0};
+            if (fleet)
+                gen_capacity(&r, &tmpl);
             for (uint32_t i = 0; i < k && npods < MAX_RT_PODS; i++) {
                 grpod *p = &pods[npods++];
                 snprintf(p->ns, sizeof p->ns, "%s", nss[ns]);
@@ -1492,7 +1500,10 @@ static uint32_t gen_runs(uint64_t seed, sbuf *y)
                 if (chance(&r, 4))
                     sb_printf(y, "  deletionTimestamp: '%sT11:00:00Z'\n", TIMES_DAY);
                 sb_printf(y, "  labels:\n    runtime: %s\n", p->runtime);
-                gen_capacity(&r, y);
+                if (fleet)
+                    sb_printf(y, "%s", tmpl.p ? tmpl.p : "");
+                else
+                    gen_capacity(&r, y);
                 sb_printf(y, "spec:\n  containers:\n  - name: runtime\n    image: example/runtime:1\n"
                              "status:\n  phase: %s\n  conditions:\n  - type: Ready\n    status: '%s'\n"
                              "    lastTransitionTime: '%sT09:00:10Z'\n",
@@ -1504,8 +1515,9 @@ static uint32_t gen_runs(uint64_t seed, sbuf *y)
                                  "    lastProbeTime: '%sT%s'\n",
                               hb < 86 ? "True" : "False", TIMES_DAY, chance(&r, 80) ? "12:00:00Z" : "11:58:00Z");
             }
+            sb_free(&tmpl);
         }
-    uint32_t nruns = 2 + below(&r, 14);
+    uint32_t nruns = 2 + below(&r, npods > 12 ? 40 : 14);
     for (uint32_t i = 0; i < nruns; i++) {
         uint32_t ns = below(&r, nns);
         const char *rt = chance(&r, 5) ? "ghost" : RT_NAMES[below(&r, nrt)];
@@ -1770,7 +1782,7 @@ static void random_capacity(rng_t *r, tly_names *names, tly_arena *a, tly_rlist 
 }
 
 /* One sequence; appends its digest to *d. */
-static void runs_once(uint64_t seed, bool check, bool dump, sbuf *d)
+static void runs_once(uint64_t seed, bool check, bool dump, bool indexed, sbuf *d)
 {
     sbuf y = {0};
     gen_runs(seed, &y);
@@ -1785,6 +1797,7 @@ static void runs_once(uint64_t seed, bool check, bool dump, sbuf *d)
     }
     int64_t now = tly_store_newest_time(s);
     tly_runsched *rs = tly_runsched_create(s, now, now != TLY_NO_TIME, NULL);
+    tly_runsched_set_indexed(rs, indexed);
     tly_arena *a = tly_arena_create(64 * 1024);
     uint32_t nr = tly_runsched_nruns(rs), np = tly_runsched_npods(rs);
     rinfo *ri = tly_arena_zalloc(a, (nr + 1) * sizeof *ri);
@@ -1877,18 +1890,28 @@ static void run_case(uint64_t seed)
     if (g_verbose)
         fprintf(stderr, "runs seed %" PRIu64 "\n", seed);
     g_fail[0] = '\0';
-    sbuf d1 = {0}, d2 = {0};
-    runs_once(seed, true, true, &d1);
+    sbuf d1 = {0}, d2 = {0}, d3 = {0};
+    runs_once(seed, true, true, true, &d1);
     if (!g_fail[0]) {
-        runs_once(seed, false, false, &d2);
+        runs_once(seed, false, false, true, &d2);
         if (!g_fail[0] && (d1.n != d2.n || memcmp(d1.p, d2.p, d1.n) != 0)) {
             char line[512];
             first_difference(d1.p, d2.p, line, sizeof line);
             failf("R7: the same seed gave different results, first at: %s", line);
         }
     }
+    if (!g_fail[0]) {
+        runs_once(seed, false, false, false, &d3);
+        if (!g_fail[0] && (d1.n != d3.n || memcmp(d1.p, d3.p, d1.n) != 0)) {
+            char line[512];
+            first_difference(d1.p, d3.p, line, sizeof line);
+            failf("R8: the load-class index and the plain per-Pod scan decided differently, "
+                  "first at: %s", line);
+        }
+    }
     sb_free(&d1);
     sb_free(&d2);
+    sb_free(&d3);
     g_rs.sequences++;
 }
 

@@ -40,11 +40,25 @@ typedef struct {
 */
 tly_frac tly_frac_make(tly_i128 used_nanos, tly_i128 cap_nanos);
 
+/* tly_frac_cmp() for values that do not all fit in 64 bits (256-bit products). */
+int tly_frac_cmp_wide(tly_frac a, tly_frac b);
+
 /*
 ** -1, 0 or 1 as a < b, a == b, a > b, exactly for every num and den
-** (den > 0); the fractions need not be reduced.
+** (den > 0); the fractions need not be reduced. Inline because the
+** schedulers call it once per advertised resource per candidate, and the
+** common case (everything within 64 bits) is two multiplications.
 */
-int tly_frac_cmp(tly_frac a, tly_frac b);
+static inline int tly_frac_cmp(tly_frac a, tly_frac b)
+{
+    if (a.den == b.den)
+        return a.num < b.num ? -1 : a.num > b.num;
+    if (((a.num | a.den | b.num | b.den) >> 64) == 0) {
+        tly_u128 l = a.num * b.den, r = b.num * a.den;
+        return l < r ? -1 : l > r;
+    }
+    return tly_frac_cmp_wide(a, b);
+}
 
 /*
 ** An unsigned arbitrary-precision integer: n little-endian 64-bit limbs in a
@@ -96,5 +110,8 @@ void tly_loadkey_free(tly_loadkey *k);
 ** allocation fails, the process aborts (a comparison has no error to return).
 */
 int tly_loadkey_cmp(const tly_loadkey *a, const tly_loadkey *b);
+
+/* -1, 0 or 1 by the sums alone (the max is ignored); exact, as above. */
+int tly_loadkey_cmp_sum(const tly_loadkey *a, const tly_loadkey *b);
 
 #endif

@@ -75,6 +75,15 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
 void tly_runsched_destroy(tly_runsched *rs);
 
 /*
+** The load-class index (on by default) files interchangeable Pods together
+** so a Run is scored once per class, not once per Pod. Off, every Pod is
+** scored on its own with the general exact sums: the reference that the
+** property tests and the benchmark compare the index against. Decisions are
+** the same either way. Call before the first tly_runsched_run().
+*/
+void tly_runsched_set_indexed(tly_runsched *rs, bool on);
+
+/*
 ** Runs the work queue until nothing more can happen: every queued Pending
 ** Run is scheduled or left waiting, then every Runtime Pod's runtimed admits
 ** what fits. The first call queues every Pending Run in (creationTimestamp,
