@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strmap.h"
 #include "tally/error.h"
 
 tly_qty tly_hundredths_qty(uint64_t h)
@@ -72,14 +73,16 @@ static tly_qty gpu_memory_charge(const tly_podreq *r, uint64_t mem)
 /* The charges; `matched(src index)` says whether a source's node labels hold. */
 static void charges(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
                     const tly_k8s_node *n, const tly_acc_match *m, uint32_t node,
-                    uint64_t gpu_mem_mib, tly_qty *out, const char **problem, tly_arena *a,
-                    bool job)
+                    uint64_t gpu_mem_mib, const uint32_t *idx, uint32_t nidx, tly_qty *out,
+                    const char **problem, tly_arena *a, bool job)
 {
     if (problem)
         *problem = NULL;
     uint64_t gpu_h = tly_podreq_gpu_hundredths(r, gpu_mem_mib);
     const uint8_t *row = m ? m->bits + (size_t)node * m->nsrc : NULL;
-    for (uint32_t k = 0; k < tly_queues_naccres(qs); k++) {
+    uint32_t count = idx ? nidx : tly_queues_naccres(qs);
+    for (uint32_t e = 0; e < count; e++) {
+        uint32_t k = idx ? idx[e] : e;
         const tly_accres *ar = tly_queues_accres(qs, k);
         tly_qty sum = {0, TLY_QFMT_DECIMAL_SI};
         if (tly_queues_accres_is_gpu_memory(qs, k)) {
@@ -131,20 +134,168 @@ void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_pod
                            const tly_k8s_node *n, uint64_t gpu_mem_mib, tly_qty *out,
                            const char **problem, tly_arena *a)
 {
-    charges(qs, p, r, n, NULL, 0, gpu_mem_mib, out, problem, a, false);
+    charges(qs, p, r, n, NULL, 0, gpu_mem_mib, NULL, 0, out, problem, a, false);
 }
 
 void tly_accounted_charges_job(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
-                               uint64_t max_gpu_mem_mib, tly_qty *out, tly_arena *a)
+                               uint64_t max_gpu_mem_mib, const uint32_t *idx, uint32_t nidx,
+                               tly_qty *out, tly_arena *a)
 {
-    charges(qs, p, r, NULL, NULL, 0, max_gpu_mem_mib, out, NULL, a, true);
+    charges(qs, p, r, NULL, NULL, 0, max_gpu_mem_mib, idx, nidx, out, NULL, a, true);
 }
 
 void tly_accounted_charges_matched(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
                                    const tly_acc_match *m, uint32_t node, uint64_t gpu_mem_mib,
-                                   tly_qty *out, const char **problem, tly_arena *a)
+                                   const uint32_t *idx, uint32_t nidx, tly_qty *out,
+                                   const char **problem, tly_arena *a)
 {
-    charges(qs, p, r, NULL, m, node, gpu_mem_mib, out, problem, a, false);
+    charges(qs, p, r, NULL, m, node, gpu_mem_mib, idx, nidx, out, problem, a, false);
+}
+
+/* ---- which AccountedResources concern a pod --------------------------------- */
+
+/* A growable list of AccountedResource indices. */
+typedef struct {
+    uint32_t *v;
+    uint32_t n, cap;
+} idxlist;
+
+static void idx_push(idxlist *l, uint32_t k)
+{
+    if (l->n && l->v[l->n - 1] == k)
+        return;  /* one AccountedResource with two sources on the same thing */
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 4;
+        l->v = tly_xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = k;
+}
+
+struct tly_acc_index {
+    idxlist *by_res;       /* per resource id: ARs with a resourceName source on it */
+    uint32_t nres;
+    idxlist gpu;           /* ARs a GPU request may charge: GPU sources, gpu-memory */
+    idxlist *by_ann;       /* per distinct annotation key (annmap value - 1) */
+    uint32_t nann;
+    tly_strmap annmap;
+};
+
+tly_acc_index *tly_acc_index_create(const tly_queues *qs)
+{
+    tly_acc_index *x = tly_xcalloc(1, sizeof *x);
+    tly_strmap_init(&x->annmap);
+    uint32_t na = tly_queues_naccres(qs);
+    for (uint32_t k = 0; k < na; k++) {
+        const tly_accres *ar = tly_queues_accres(qs, k);
+        if (tly_queues_accres_is_gpu_memory(qs, k)) {
+            idx_push(&x->gpu, k);
+            continue;
+        }
+        for (uint32_t i = 0; i < ar->nsources; i++) {
+            const tly_accsrc *src = &ar->sources[i];
+            if (src->kind == TLY_SRC_RESOURCE_NAME) {
+                uint32_t id = src->resource_id;
+                if (id == TLY_R_NVIDIA_GPU || id == TLY_R_AMD_GPU) {
+                    idx_push(&x->gpu, k);
+                    continue;
+                }
+                if (id >= x->nres) {
+                    uint32_t n = id + 1;
+                    x->by_res = tly_xrealloc(x->by_res, n * sizeof *x->by_res);
+                    memset(x->by_res + x->nres, 0, (n - x->nres) * sizeof *x->by_res);
+                    x->nres = n;
+                }
+                idx_push(&x->by_res[id], k);
+            } else if (src->kind == TLY_SRC_POD_ANNOTATION && src->annotation_key) {
+                const char *key = src->annotation_key;
+                uintptr_t v = (uintptr_t)tly_strmap_get(&x->annmap, key, strlen(key));
+                if (!v) {
+                    x->by_ann = tly_xrealloc(x->by_ann, (x->nann + 1) * sizeof *x->by_ann);
+                    memset(&x->by_ann[x->nann], 0, sizeof *x->by_ann);
+                    v = ++x->nann;
+                    tly_strmap_put(&x->annmap, key, strlen(key), (void *)v);
+                }
+                idx_push(&x->by_ann[v - 1], k);
+            }
+        }
+    }
+    return x;
+}
+
+void tly_acc_index_destroy(tly_acc_index *x)
+{
+    if (!x)
+        return;
+    for (uint32_t i = 0; i < x->nres; i++)
+        free(x->by_res[i].v);
+    for (uint32_t i = 0; i < x->nann; i++)
+        free(x->by_ann[i].v);
+    free(x->by_res);
+    free(x->by_ann);
+    free(x->gpu.v);
+    tly_strmap_free(&x->annmap);
+    free(x);
+}
+
+/*
+** dst[0..*n) := the union of dst[0..*n) and l (both ascending), through tmp.
+** Merging the few sorted lists a pod touches is cheaper than sorting.
+*/
+static void merge_into(uint32_t *dst, uint32_t *n, const idxlist *l, uint32_t *tmp)
+{
+    if (*n == 0) {
+        memcpy(dst, l->v, l->n * sizeof *dst);
+        *n = l->n;
+        return;
+    }
+    uint32_t i = 0, j = 0, m = 0;
+    while (i < *n || j < l->n) {
+        uint32_t x = i < *n ? dst[i] : UINT32_MAX, y = j < l->n ? l->v[j] : UINT32_MAX;
+        tmp[m++] = x < y ? x : y;
+        i += x <= y;
+        j += y <= x;
+    }
+    memcpy(dst, tmp, m * sizeof *tmp);
+    *n = m;
+}
+
+/* The annotation list of key, or NULL. */
+static const idxlist *ann_list(const tly_acc_index *x, const char *key)
+{
+    uintptr_t v = x->nann ? (uintptr_t)tly_strmap_get(&x->annmap, key, strlen(key)) : 0;
+    return v ? &x->by_ann[v - 1] : NULL;
+}
+
+uint32_t tly_acc_relevant(const tly_acc_index *x, const tly_pod *p, const tly_podreq *r,
+                          tly_arena *a, uint32_t **out)
+{
+    /* Sizes first (each list once per thing the pod has), then merge. */
+    uint32_t total = 0;
+    if (r->gpu_kind != TLY_GPU_NONE)
+        total += x->gpu.n;
+    for (uint32_t i = 0; i < r->req.n; i++)
+        if (r->req.v[i].id < x->nres && tly_qty_sign(r->req.v[i].q) != 0)
+            total += x->by_res[r->req.v[i].id].n;
+    for (uint32_t i = 0; i < p->meta.annotations.n; i++) {
+        const idxlist *l = ann_list(x, p->meta.annotations.v[i].key);
+        total += l ? l->n : 0;
+    }
+    uint32_t *buf = tly_arena_alloc(a, (total + 1) * sizeof *buf), n = 0;
+    uint32_t stack[256], *tmp = total < 256 ? stack : tly_xmalloc((total + 1) * sizeof *tmp);
+    if (r->gpu_kind != TLY_GPU_NONE)
+        merge_into(buf, &n, &x->gpu, tmp);
+    for (uint32_t i = 0; i < r->req.n; i++)
+        if (r->req.v[i].id < x->nres && tly_qty_sign(r->req.v[i].q) != 0)
+            merge_into(buf, &n, &x->by_res[r->req.v[i].id], tmp);
+    for (uint32_t i = 0; i < p->meta.annotations.n; i++) {
+        const idxlist *l = ann_list(x, p->meta.annotations.v[i].key);
+        if (l)
+            merge_into(buf, &n, l, tmp);
+    }
+    if (tmp != stack)
+        free(tmp);
+    *out = buf;
+    return n;
 }
 
 void tly_acc_match_build(tly_acc_match *m, const tly_queues *qs, const tly_k8s_node *const *nodes,

@@ -53,6 +53,15 @@ typedef struct {
     bool done;            /* its state is decided */
     int32_t node;
     tly_qcharge charge;   /* what it was charged (placed or bound) */
+    /*
+    ** The AccountedResources that can charge it (tly_acc_relevant), when
+    ** acc_sparse; a pod with DRA claims is concerned by all of them.
+    */
+    uint32_t *acc_idx;
+    uint32_t nacc_idx;
+    uint32_t *job_idx;    /* of those, the ones the workload-level check can charge */
+    uint32_t njob_idx;
+    bool acc_sparse;
 } pstate;
 
 struct tly_podsched {
@@ -69,6 +78,10 @@ struct tly_podsched {
     tly_qty *acc_try, *acc_best;   /* per-node scratch for AccountedResource charges */
     struct tally_count *counts;    /* per-pod scratch: why nodes were refused */
     tly_acc_match match;           /* AccountedResource node-label matches per node */
+    tly_acc_index *accx;           /* which AccountedResources concern which pods */
+    uint8_t *ar_unlabeled;         /* per AccountedResource: charges without a node too */
+    uint32_t *cls_ars_off, *cls_ars; /* per node class: the AccountedResources matching it */
+    uint32_t *cls_idx, *cls_nidx;  /* per node class: this pod's ones among those */
     uint32_t *order;               /* node indices by (free_h, free_cpu, name): fullest first */
     /*
     ** Node classes: nodes with the same GPU memory and the same
@@ -170,26 +183,45 @@ static int cmp_order(const void *pa, const void *pb, void *ctx)
     return node_key_cmp(&nodes[a], a, &nodes[b], b);
 }
 
-/* Node k's keys changed: move it to its place in the order. */
+/*
+** Node k's keys changed: move it to its place in the order. Only the nodes
+** between its old and new places shift (a placement usually moves a node a
+** short way: bin-packing fills the fullest nodes first).
+*/
 static void reorder(tly_podsched *ps, uint32_t k)
 {
     nstate *n = &ps->nodes[k];
     refresh_keys(n);
-    uint32_t pos = n->pos;
-    memmove(ps->order + pos, ps->order + pos + 1, (ps->nnodes - pos - 1) * sizeof *ps->order);
-    uint32_t lo = 0, hi = ps->nnodes - 1;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2, m = ps->order[mid];
-        if (node_key_cmp(&ps->nodes[m], m, n, k) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint32_t *o = ps->order, pos = n->pos, to = pos;
+    if (pos > 0 && node_key_cmp(&ps->nodes[o[pos - 1]], o[pos - 1], n, k) > 0) {
+        /* Earlier: the first of [0, pos) that sorts after it. */
+        uint32_t lo = 0, hi = pos;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (node_key_cmp(&ps->nodes[o[mid]], o[mid], n, k) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        to = lo;
+        memmove(o + to + 1, o + to, (pos - to) * sizeof *o);
+    } else if (pos + 1 < ps->nnodes && node_key_cmp(&ps->nodes[o[pos + 1]], o[pos + 1], n, k) < 0) {
+        /* Later: just before the first of (pos, nnodes) that sorts after it. */
+        uint32_t lo = pos + 1, hi = ps->nnodes;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (node_key_cmp(&ps->nodes[o[mid]], o[mid], n, k) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        to = lo - 1;
+        memmove(o + pos, o + pos + 1, (to - pos) * sizeof *o);
     }
-    memmove(ps->order + lo + 1, ps->order + lo, (ps->nnodes - 1 - lo) * sizeof *ps->order);
-    ps->order[lo] = k;
-    uint32_t from = lo < pos ? lo : pos, to = lo < pos ? pos : lo;
-    for (uint32_t i = from; i <= to; i++)
-        ps->nodes[ps->order[i]].pos = i;
+    o[to] = k;
+    uint32_t from = to < pos ? to : pos, last = to < pos ? pos : to;
+    for (uint32_t i = from; i <= last; i++)
+        ps->nodes[o[i]].pos = i;
 }
 
 /* Position of a PodGroup in the store's (namespace, name) order. */
@@ -280,7 +312,7 @@ static void add_dra(tly_podsched *ps, const pstate *p, uint32_t node, const tly_
 ** allocation: this runs for every candidate node.
 */
 static void node_charge(tly_podsched *ps, const pstate *p, uint32_t node, tly_qcharge *c,
-                        tly_qty *acc, const char **problem)
+                        tly_qty *acc, const uint32_t *idx, uint32_t nidx, const char **problem)
 {
     memset(c, 0, sizeof *c);
     uint64_t mem = ps->nodes[node].gpu_mem;
@@ -288,25 +320,107 @@ static void node_charge(tly_podsched *ps, const pstate *p, uint32_t node, tly_qc
     c->res[TLY_QR_MEMORY] = tly_rlist_get(&p->req.req, TLY_R_MEMORY, NULL);
     c->res[TLY_QR_GPU] = tly_hundredths_qty(tly_podreq_gpu_hundredths(&p->req, mem));
     c->accounted = acc;
-    tly_accounted_charges_matched(ps->qs, p->res.pod, &p->req, &ps->match, node, mem, acc, problem,
-                                  ps->a);
+    if (p->acc_sparse) {
+        c->acc_idx = idx;
+        c->nacc_idx = nidx;
+    }
+    tly_accounted_charges_matched(ps->qs, p->res.pod, &p->req, &ps->match, node, mem, c->acc_idx,
+                                  c->nacc_idx, acc, problem, ps->a);
     if (p->res.pod->nclaims > 0)
         add_dra(ps, p, node, &ps->dra_try, c->res, acc, problem);
 }
 
+/*
+** Copies pod p's AccountedResource charges on node class cl from src to dst:
+** only the entries in the class's list for the pod when p is sparse.
+*/
+static void copy_acc(const tly_podsched *ps, const pstate *p, uint32_t cl, tly_qty *dst,
+                     const tly_qty *src)
+{
+    uint32_t nacc = tly_queues_naccres(ps->qs);
+    if (!p->acc_sparse) {
+        memcpy(dst, src, nacc * sizeof *dst);
+        return;
+    }
+    const uint32_t *idx = ps->cls_idx + (size_t)cl * nacc;
+    for (uint32_t e = 0; e < ps->cls_nidx[cl]; e++)
+        dst[idx[e]] = src[idx[e]];
+}
+
+/* The class's list for pod p: p's AccountedResources that match node class cl. */
+static void class_list(tly_podsched *ps, const pstate *p, uint32_t cl)
+{
+    const uint32_t *a = p->acc_idx, *b = ps->cls_ars + ps->cls_ars_off[cl];
+    uint32_t na = p->nacc_idx, nb = ps->cls_ars_off[cl + 1] - ps->cls_ars_off[cl], i = 0, j = 0, n = 0;
+    uint32_t *out = ps->cls_idx + (size_t)cl * tly_queues_naccres(ps->qs);
+    while (i < na && j < nb) {
+        if (a[i] < b[j]) {
+            i++;
+        } else if (b[j] < a[i]) {
+            j++;
+        } else {
+            out[n++] = a[i];
+            i++;
+            j++;
+        }
+    }
+    ps->cls_nidx[cl] = n;
+}
+
+/*
+** sum += c. The accounted part stays sparse while both are: the sum's
+** index list becomes the union of the two (both ascending).
+*/
 static void add_charge(tly_qcharge *sum, const tly_qcharge *c, tly_arena *a, uint32_t nacc)
 {
     for (int r = 0; r < TLY_QR_COUNT; r++)
         tly_qty_add(sum->res[r], c->res[r], &sum->res[r]);
     if (c->accounted) {
-        if (!sum->accounted)
+        bool fresh = !sum->accounted;
+        if (fresh)
             sum->accounted = tly_arena_zalloc(a, (nacc + 1) * sizeof(tly_qty));
-        for (uint32_t k = 0; k < nacc; k++)
+        uint32_t count = c->acc_idx ? c->nacc_idx : nacc;
+        for (uint32_t e = 0; e < count; e++) {
+            uint32_t k = c->acc_idx ? c->acc_idx[e] : e;
             tly_qty_add(sum->accounted[k], c->accounted[k], &sum->accounted[k]);
+        }
+        if (fresh) {
+            sum->acc_idx = c->acc_idx;
+            sum->nacc_idx = c->nacc_idx;
+        } else if (!c->acc_idx || !sum->acc_idx) {
+            sum->acc_idx = NULL;
+            sum->nacc_idx = 0;
+        } else {
+            uint32_t *u = tly_arena_alloc(a, (sum->nacc_idx + c->nacc_idx + 1) * sizeof *u);
+            uint32_t i = 0, j = 0, n = 0;
+            while (i < sum->nacc_idx || j < c->nacc_idx) {
+                uint32_t x = i < sum->nacc_idx ? sum->acc_idx[i] : UINT32_MAX;
+                uint32_t y = j < c->nacc_idx ? c->acc_idx[j] : UINT32_MAX;
+                u[n++] = x < y ? x : y;
+                i += x <= y;
+                j += y <= x;
+            }
+            sum->acc_idx = u;
+            sum->nacc_idx = n;
+        }
     }
     tly_rlist out;
     if (tly_rlist_add(&sum->all, &c->all, a, &out) == TLY_OK)
         sum->all = out;
+}
+
+/* What pod p charges without a node (the workload-level check and reservations). */
+static void job_charge(tly_podsched *ps, pstate *p, tly_qcharge *c)
+{
+    uint32_t nacc = tly_queues_naccres(ps->qs);
+    make_charge(ps, p, -1, false, c, NULL);
+    c->accounted = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
+    if (p->acc_sparse) {
+        c->acc_idx = p->job_idx;
+        c->nacc_idx = p->njob_idx;
+    }
+    tly_accounted_charges_job(ps->qs, p->res.pod, &p->req, ps->max_gpu_mem, c->acc_idx, c->nacc_idx,
+                              c->accounted, ps->a);
 }
 
 static void use_node(nstate *n, const tly_podreq *r, int sign)
@@ -350,6 +464,16 @@ tly_podsched *tly_podsched_create(tly_store *s)
         nl[i] = ps->nodes[i].n;
     tly_acc_match_build(&ps->match, ps->qs, nl, ps->nnodes);
     free(nl);
+    ps->accx = tly_acc_index_create(ps->qs);
+    uint32_t nacc = tly_queues_naccres(ps->qs);
+    ps->ar_unlabeled = tly_xcalloc(nacc + 1, 1);
+    for (uint32_t k = 0; k < nacc; k++) {
+        const tly_accres *ar = tly_queues_accres(ps->qs, k);
+        ps->ar_unlabeled[k] = tly_queues_accres_is_gpu_memory(ps->qs, k);
+        for (uint32_t i = 0; i < ar->nsources; i++)
+            if (ar->sources[i].match_node_labels.n == 0)
+                ps->ar_unlabeled[k] = 1;
+    }
     ps->pg_running = tly_xcalloc(tly_store_count(s, TLY_K_PODGROUP) + 1, sizeof *ps->pg_running);
     ps->dra = tly_dra_create(s);
     tly_dra_choice_init(&ps->dra_try);
@@ -428,6 +552,14 @@ tly_podsched *tly_podsched_create(tly_store *s)
             }
         } else {
             q->pending = true;
+            q->acc_sparse = p->nclaims == 0;
+            if (q->acc_sparse) {
+                q->nacc_idx = tly_acc_relevant(ps->accx, p, &q->req, ps->a, &q->acc_idx);
+                q->job_idx = tly_arena_alloc(ps->a, (q->nacc_idx + 1) * sizeof *q->job_idx);
+                for (uint32_t e = 0; e < q->nacc_idx; e++)
+                    if (ps->ar_unlabeled[q->acc_idx[e]])
+                        q->job_idx[q->njob_idx++] = q->acc_idx[e];
+            }
         }
     }
     /* Node classes by (GPU memory, AccountedResource match row). */
@@ -447,7 +579,27 @@ tly_podsched *tly_podsched_create(tly_store *s)
         ps->node_class[i] = c;
     }
     free(rep);
-    uint32_t nacc = tly_queues_naccres(ps->qs);
+    /* Per node class, the AccountedResources with a source whose labels hold there. */
+    ps->cls_ars_off = tly_xmalloc((ps->nclasses + 1) * sizeof *ps->cls_ars_off);
+    ps->cls_ars = tly_xmalloc(((size_t)ps->nclasses * nacc + 1) * sizeof *ps->cls_ars);
+    uint32_t nars = 0;
+    for (uint32_t c = 0; c < ps->nclasses; c++) {
+        uint32_t r = 0;
+        while (ps->node_class[r] != c)
+            r++;
+        const uint8_t *row = ps->match.bits + (size_t)r * ps->match.nsrc;
+        ps->cls_ars_off[c] = nars;
+        for (uint32_t k = 0; k < nacc; k++) {
+            bool m = tly_queues_accres_is_gpu_memory(ps->qs, k);
+            for (uint32_t i = 0; !m && i < tly_queues_accres(ps->qs, k)->nsources; i++)
+                m = row[ps->match.off[k] + i];
+            if (m)
+                ps->cls_ars[nars++] = k;
+        }
+    }
+    ps->cls_ars_off[ps->nclasses] = nars;
+    ps->cls_idx = tly_xmalloc(((size_t)ps->nclasses * nacc + 1) * sizeof *ps->cls_idx);
+    ps->cls_nidx = tly_xcalloc(ps->nclasses + 1, sizeof *ps->cls_nidx);
     ps->cls_epoch = tly_xcalloc(ps->nclasses + 1, sizeof *ps->cls_epoch);
     ps->cls_state = tly_xcalloc(ps->nclasses + 1, sizeof *ps->cls_state);
     ps->cls_verdict = tly_xcalloc(ps->nclasses + 1, sizeof *ps->cls_verdict);
@@ -481,12 +633,18 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->cls_verdict);
     free(ps->cls_acc);
     free(ps->cls_problem);
+    free(ps->ar_unlabeled);
+    free(ps->cls_ars_off);
+    free(ps->cls_ars);
+    free(ps->cls_idx);
+    free(ps->cls_nidx);
     for (uint32_t i = 0; i < ps->npods; i++)
         tly_dra_choice_free(&ps->pods[i].dra);
     tly_dra_choice_free(&ps->dra_try);
     tly_dra_destroy(ps->dra);
     free(ps->pg_running);
     tly_acc_match_free(&ps->match);
+    tly_acc_index_destroy(ps->accx);
     free(ps->pods);
     tly_queues_destroy(ps->qs);
     tly_arena_destroy(ps->a);
@@ -524,6 +682,9 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
 {
     const tly_taint *taint;
     tly_fit_result f = tly_nodefit_static(p->res.pod, n->n, &taint);
+    /* No buffer: the caller only asks whether it fits (the reason is not shown). */
+    if (!buf && f != TLY_FIT_OK)
+        return "";
     if (f == TLY_FIT_TAINT && taint) {
         /* kube-scheduler names the taint: "had untolerated taint {key: value}". */
         snprintf(buf, len, "node(s) had untolerated taint {%s: %s}", taint->key,
@@ -539,6 +700,8 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
         tly_qty total;
         if (tly_qty_add(tly_rvec_get(&n->used, r->id), r->q, &total) != TLY_OK ||
             tly_qty_cmp(total, tly_rlist_get(&n->n->allocatable, r->id, NULL)) > 0) {
+            if (!buf)
+                return "";
             snprintf(buf, len, "Insufficient %s", tly_names_str(ps->names, r->id));
             return buf;
         }
@@ -547,6 +710,8 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
         !tly_gpus_place((tly_gpus *)&n->gpus, &p->req, false)) {
         if (p->req.gpu_kind == TLY_GPU_MEMORY && n->gpu_mem == 0)
             return "node(s) without GPU memory information (nvidia.com/gpu.memory)";
+        if (!buf)
+            return "";
         snprintf(buf, len, "Insufficient %s", tly_names_str(ps->names, p->req.gpu_resource));
         return buf;
     }
@@ -625,7 +790,7 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
         (ps->cls_state[cl] > 0 || v->quiet || ps->cls_verdict[cl].message)) {
         *problem = ps->cls_problem[cl];
         if (ps->cls_state[cl] > 0) {
-            memcpy(ps->acc_try, acc, nacc * sizeof *acc);
+            copy_acc(ps, p, cl, ps->acc_try, acc);
             v->ok = true;
             return 1;
         }
@@ -635,13 +800,16 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
         return -1;
     }
     tly_qcharge c;
-    node_charge(ps, p, k, &c, ps->acc_try, problem);
+    if (p->acc_sparse)
+        class_list(ps, p, cl);
+    node_charge(ps, p, k, &c, ps->acc_try, ps->cls_idx + (size_t)cl * nacc, ps->cls_nidx[cl],
+                problem);
     tly_queues_check(ps->qs, (uint32_t)p->queue, &c, p->non_preemptible, gating, v);
     ps->cls_epoch[cl] = ps->epoch;
     ps->cls_state[cl] = v->ok ? 1 : -1;
     ps->cls_verdict[cl] = *v;
     ps->cls_problem[cl] = *problem;
-    memcpy(acc, ps->acc_try, nacc * sizeof *acc);
+    copy_acc(ps, p, cl, acc, ps->acc_try);
     return v->ok ? 1 : -1;
 }
 
@@ -678,7 +846,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         for (uint32_t i = lo; i < ps->nnodes && best < 0; i++) {
             uint32_t k = ps->order[i];
             tly_qverdict v = {.quiet = true};
-            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem);
+            int r = try_node(ps, p, k, gating, &v, &why, NULL, 0, &problem);
             if (r == -2) {
                 *unsupported = tly_arena_strdup(ps->a, why);
                 return false;
@@ -741,8 +909,17 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     pl->node = best;
     tly_qcharge best_charge;
     make_charge(ps, p, best, false, &best_charge, NULL);
-    best_charge.accounted = tly_arena_alloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
-    memcpy(best_charge.accounted, ps->acc_best, tly_queues_naccres(ps->qs) * sizeof(tly_qty));
+    /* Dense and zero where the pod is not concerned: the output reads every entry. */
+    best_charge.accounted = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
+    uint32_t bcl = ps->node_class[best];
+    copy_acc(ps, p, bcl, best_charge.accounted, ps->acc_best);
+    if (p->acc_sparse) {
+        uint32_t nb = ps->cls_nidx[bcl];
+        uint32_t *l = tly_arena_alloc(ps->a, (nb + 1) * sizeof *l);
+        memcpy(l, ps->cls_idx + (size_t)bcl * tly_queues_naccres(ps->qs), nb * sizeof *l);
+        best_charge.acc_idx = l;
+        best_charge.nacc_idx = nb;
+    }
     if (p->res.pod->nclaims > 0) {
         /* Choose the devices on the chosen node again (the scan moved on) and take them. */
         const char *dwhy;
@@ -849,9 +1026,7 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
     for (uint32_t k = 0; k < n; k++) {
         tly_qcharge c;
         pstate *p = &ps->pods[unit[k]];
-        make_charge(ps, p, -1, false, &c, NULL);
-        c.accounted = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
-        tly_accounted_charges_job(ps->qs, p->res.pod, &p->req, ps->max_gpu_mem, c.accounted, ps->a);
+        job_charge(ps, p, &c);
         add_charge(&sum, &c, ps->a, nacc);
     }
     bool np = first->non_preemptible;
@@ -940,9 +1115,7 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
                 continue;
             tly_qcharge c;
             pstate *p = &ps->pods[unit[k]];
-            make_charge(ps, p, -1, false, &c, NULL);
-            c.accounted = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
-            tly_accounted_charges_job(ps->qs, p->res.pod, &p->req, ps->max_gpu_mem, c.accounted, ps->a);
+            job_charge(ps, p, &c);
             add_charge(&rsv, &c, ps->a, nacc);
             any = true;
         }
@@ -1085,7 +1258,8 @@ static void print_path(tly_podsched *ps, const pstate *p, int32_t node, FILE *ou
     tly_qcharge ch;
     bool have = false;
     if (node >= 0) {
-        node_charge(ps, p, (uint32_t)node, &ch, ps->acc_try, NULL);
+        memset(ps->acc_try, 0, tly_queues_naccres(ps->qs) * sizeof *ps->acc_try);
+        node_charge(ps, p, (uint32_t)node, &ch, ps->acc_try, p->acc_idx, p->nacc_idx, NULL);
         have = true;
     }
     for (int32_t j = p->queue; j >= 0; j = tly_queues_parent(ps->qs, (uint32_t)j)) {

@@ -420,9 +420,11 @@ void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non
     /* 3. AccountedResource limits, every workload: leaf to root, name order. */
     if (!c->accounted)
         return;
+    uint32_t count = c->acc_idx ? c->nacc_idx : qs->nacc;
     for (int32_t j = (int32_t)q; j >= 0; j = qs->q[j].parent) {
         const qnode *n = &qs->q[j];
-        for (uint32_t a = 0; a < qs->nacc; a++) {
+        for (uint32_t e = 0; e < count; e++) {
+            uint32_t a = c->acc_idx ? c->acc_idx[e] : e;
             if (tly_qty_sign(c->accounted[a]) <= 0)
                 continue;
             tly_qty lim = tly_queues_accounted_limit(qs, (uint32_t)j, a);
@@ -486,8 +488,10 @@ void tly_queues_charge(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool no
                 tly_rvec_sub_list(&n->alloc_np, &c->all);
         }
         if (c->accounted)
-            for (uint32_t a = 0; a < qs->nacc; a++)
+            for (uint32_t e = 0; e < (c->acc_idx ? c->nacc_idx : qs->nacc); e++) {
+                uint32_t a = c->acc_idx ? c->acc_idx[e] : e;
                 add_to(&n->acc_used[a], c->accounted[a], sign);
+            }
     }
 }
 
@@ -501,8 +505,10 @@ void tly_queues_reserve(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool n
                 add_to(&n->rsv_np[r], c->res[r], 1);
         }
         if (c->accounted)
-            for (uint32_t a = 0; a < qs->nacc; a++)
+            for (uint32_t e = 0; e < (c->acc_idx ? c->nacc_idx : qs->nacc); e++) {
+                uint32_t a = c->acc_idx ? c->acc_idx[e] : e;
                 add_to(&n->acc_rsv[a], c->accounted[a], 1);
+            }
     }
 }
 

@@ -48,7 +48,8 @@ void tly_accounted_charges(const tly_queues *qs, const tly_pod *p, const tly_pod
 ** every node: it is held by queue policy, not reported as a node-fit failure.
 */
 void tly_accounted_charges_job(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
-                               uint64_t max_gpu_mem_mib, tly_qty *out, tly_arena *a);
+                               uint64_t max_gpu_mem_mib, const uint32_t *idx, uint32_t nidx,
+                               tly_qty *out, tly_arena *a);
 
 /*
 ** Which sources' match.nodeLabels hold on which node, computed once per
@@ -65,10 +66,40 @@ typedef struct {
 void tly_acc_match_build(tly_acc_match *m, const tly_queues *qs, const tly_k8s_node *const *nodes,
                          uint32_t nnodes);
 void tly_acc_match_free(tly_acc_match *m);
-/* tly_accounted_charges with node labels already matched (row = node's bits). */
+/*
+** tly_accounted_charges with node labels already matched (row = node's bits),
+** for the AccountedResources in idx[0..nidx) only (idx NULL: all); the other
+** entries of out are not touched.
+*/
 void tly_accounted_charges_matched(const tly_queues *qs, const tly_pod *p, const tly_podreq *r,
                                    const tly_acc_match *m, uint32_t node, uint64_t gpu_mem_mib,
-                                   tly_qty *out, const char **problem, tly_arena *a);
+                                   const uint32_t *idx, uint32_t nidx, tly_qty *out,
+                                   const char **problem, tly_arena *a);
+
+/*
+** Which AccountedResources can charge a pod at all, known before any node is
+** looked at. A source charges a pod only through something the pod has: a
+** resourceName source needs that resource among the pod's requests (a GPU
+** resource: a GPU request of any form), a podAnnotation source needs the
+** annotation, the gpu-memory resource needs a GPU request; dra sources charge
+** only pods with claims, which callers treat as concerned by every
+** AccountedResource. The index maps resource ids and annotation keys to the
+** AccountedResources that read them, so listing a pod's costs what the pod
+** has, not how many AccountedResources exist. The engines evaluate and check
+** only the listed ones: a placement's cost follows the AccountedResources
+** that concern the pod.
+*/
+typedef struct tly_acc_index tly_acc_index;
+
+tly_acc_index *tly_acc_index_create(const tly_queues *qs);
+void tly_acc_index_destroy(tly_acc_index *x);
+/*
+** The AccountedResources (tly_queues_accres indices, ascending, no repeats)
+** that can charge pod p with request r: a superset of those that charge it
+** something on some node. Returns the count; *out is allocated in a.
+*/
+uint32_t tly_acc_relevant(const tly_acc_index *x, const tly_pod *p, const tly_podreq *r,
+                          tly_arena *a, uint32_t **out);
 
 /* Whether every label in `want` has the same value on node n (n may be NULL: only an empty want). */
 bool tly_node_labels_match(const tly_kvs *want, const tly_k8s_node *n);

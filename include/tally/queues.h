@@ -44,6 +44,13 @@ typedef struct {
     tly_qty res[TLY_QR_COUNT];  /* cpu in cores, memory in bytes, gpu in devices (0.01 steps) */
     tly_rlist all;              /* every effective-request resource, for allocated (GPU as accepted) */
     tly_qty *accounted;         /* one per AccountedResource, in tly_queues_accres order; may be NULL */
+    /*
+    ** When not NULL: the only entries of accounted that may be non-zero
+    ** (ascending); the checks and the ledger read only these, so their cost
+    ** follows the AccountedResources that concern the workload. NULL: all.
+    */
+    const uint32_t *acc_idx;
+    uint32_t nacc_idx;
 } tly_qcharge;
 
 /* Outcome of a check. */
