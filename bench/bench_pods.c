@@ -1,8 +1,8 @@
 /*
 ** bench_pods.c: pod placement benchmark under queue policy (`make bench`).
 **
-**   bench-pods NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS
-**   bench-pods --emit NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS
+**   bench-pods NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS [UNRELATED]
+**   bench-pods --emit NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS [UNRELATED]
 **
 ** Builds a synthetic cluster in memory (deterministic): NODES nodes of two
 ** GPU products (H200 and A100, 8 GPUs each, zone labels), a queue tree three
@@ -15,6 +15,12 @@
 ** (tly_podsched_create + run) and prints pods per second. With --emit it
 ** only writes that input (multi-document YAML) to stdout, so the real
 ** command line can run on the same cluster (`tally simulate FILE`).
+**
+** UNRELATED (default 0) adds that many AccountedResources that concern none
+** of the pods on any node, with limits in every leaf queue: half charge
+** resources no pod requests (example.com/fpga-N), half charge cpu only on
+** nodes with a label no node has (rack: rN). They show what a placement
+** pays for AccountedResources that do not match it.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +32,8 @@
 
 #include "bench.h"
 
-static char *build(unsigned nodes, unsigned leaves, unsigned ars, unsigned pods, size_t *len)
+static char *build(unsigned nodes, unsigned leaves, unsigned ars, unsigned pods, unsigned unrelated,
+                   size_t *len)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
@@ -59,6 +66,18 @@ static char *build(unsigned nodes, unsigned leaves, unsigned ars, unsigned pods,
                     a, a % zones);
         }
     }
+    for (unsigned u = 0; u < unrelated; u++) {
+        if (u % 2 == 0)
+            fprintf(f, "---\napiVersion: scheduling.run.ai/v1alpha1\nkind: AccountedResource\n"
+                       "metadata: {name: unrelated-%u}\nspec:\n  defaults: {limit: \"-1\"}\n  sources:\n"
+                       "  - resourceName: example.com/fpga-%u\n",
+                    u, u);
+        else
+            fprintf(f, "---\napiVersion: scheduling.run.ai/v1alpha1\nkind: AccountedResource\n"
+                       "metadata: {name: unrelated-%u}\nspec:\n  defaults: {limit: \"-1\"}\n  sources:\n"
+                       "  - resourceName: cpu\n    match:\n      nodeLabels: {rack: r%u}\n",
+                    u, u);
+    }
     unsigned mids = leaves / 10 ? leaves / 10 : 1, tops = leaves / 100 ? leaves / 100 : 1;
     for (unsigned t = 0; t < tops; t++)
         fprintf(f, "---\napiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: dept-%u}\n"
@@ -79,6 +98,8 @@ static char *build(unsigned nodes, unsigned leaves, unsigned ars, unsigned pods,
                 l, l % mids);
         if (ars > 3)
             fprintf(f, "  - {resourceRef: gpu-memory, limit: \"8Ti\"}\n");
+        for (unsigned u = 0; u < unrelated; u++)
+            fprintf(f, "  - {resourceRef: unrelated-%u, limit: \"100\"}\n", u);
     }
     unsigned x = 7;
     for (unsigned i = 0; i < pods; i++) {
@@ -109,13 +130,14 @@ int main(int argc, char **argv)
 {
     int emit = argc > 1 && !strcmp(argv[1], "--emit");
     if (argc < 5 + emit) {
-        fprintf(stderr, "usage: bench-pods [--emit] NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS\n");
+        fprintf(stderr, "usage: bench-pods [--emit] NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS [UNRELATED]\n");
         return 2;
     }
     unsigned nodes = (unsigned)atoi(argv[1 + emit]), leaves = (unsigned)atoi(argv[2 + emit]),
              ars = (unsigned)atoi(argv[3 + emit]), pods = (unsigned)atoi(argv[4 + emit]);
+    unsigned unrelated = argc > 5 + emit ? (unsigned)atoi(argv[5 + emit]) : 0;
     size_t len;
-    char *text = build(nodes, leaves, ars, pods, &len);
+    char *text = build(nodes, leaves, ars, pods, unrelated, &len);
     if (emit) {
         int ok = fwrite(text, 1, len, stdout) == len;
         free(text);
@@ -132,9 +154,9 @@ int main(int argc, char **argv)
         gated += !strcmp(st, "Gated");
         unsched += !strcmp(st, "Unschedulable");
     }
-    printf("pods: %u nodes, %u leaf queues, %u AccountedResources, %u pods: %u bound, %u gated, "
+    printf("pods: %u nodes, %u leaf queues, %u AccountedResources (+%u unrelated), %u pods: %u bound, %u gated, "
            "%u unschedulable in %.3f s: %.0f pods/s\n",
-           nodes, leaves, ars, pods, bound, gated, unsched, t1 - t0, pods / (t1 - t0));
+           nodes, leaves, ars, unrelated, pods, bound, gated, unsched, t1 - t0, pods / (t1 - t0));
     tly_podsched_destroy(ps);
     tly_store_destroy(s);
     return 0;

@@ -180,13 +180,15 @@ struct tly_acc_index {
     tly_strmap annmap;
 };
 
-tly_acc_index *tly_acc_index_create(const tly_queues *qs)
+tly_acc_index *tly_acc_index_create(const tly_queues *qs, const uint8_t *live)
 {
     tly_acc_index *x = tly_xcalloc(1, sizeof *x);
     tly_strmap_init(&x->annmap);
     uint32_t na = tly_queues_naccres(qs);
     for (uint32_t k = 0; k < na; k++) {
         const tly_accres *ar = tly_queues_accres(qs, k);
+        if (live && !live[k])
+            continue;
         if (tly_queues_accres_is_gpu_memory(qs, k)) {
             idx_push(&x->gpu, k);
             continue;

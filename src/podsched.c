@@ -76,6 +76,7 @@ struct tly_podsched {
     bool gpu_sharing;
     uint64_t max_gpu_mem;
     tly_qty *acc_try, *acc_best;   /* per-node scratch for AccountedResource charges */
+    tly_qty *acc_job;              /* scratch for one pod's workload-level charges */
     struct tally_count *counts;    /* per-pod scratch: why nodes were refused */
     tly_acc_match match;           /* AccountedResource node-label matches per node */
     tly_acc_index *accx;           /* which AccountedResources concern which pods */
@@ -265,10 +266,46 @@ static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_acc
     if (h > 0)
         tly_rlist_set(&c->all, ps->a, p->req.gpu_resource, c->res[TLY_QR_GPU]);
     if (with_accounted && node >= 0) {
-        c->accounted = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
-        tly_accounted_charges(ps->qs, p->res.pod, &p->req, ps->nodes[node].n, mem, c->accounted,
-                              problem, ps->a);
+        /* Into the scratch: only the listed entries (all for a pod with claims). */
+        uint32_t *idx = NULL, nidx = 0;
+        if (p->res.pod->nclaims == 0)
+            nidx = tly_acc_relevant(ps->accx, p->res.pod, &p->req, ps->a, &idx);
+        else
+            memset(ps->acc_try, 0, tly_queues_naccres(ps->qs) * sizeof *ps->acc_try);
+        c->accounted = ps->acc_try;
+        c->acc_idx = idx;
+        c->nacc_idx = nidx;
+        tly_accounted_charges_matched(ps->qs, p->res.pod, &p->req, &ps->match, (uint32_t)node, mem,
+                                      idx, nidx, c->accounted, problem, ps->a);
     }
+}
+
+/*
+** c's non-zero AccountedResource charges packed into the arena (what a pod
+** keeps: its size follows the AccountedResources that charge it); c then
+** refers to the packed list only.
+*/
+static void pack_charge(tly_podsched *ps, tly_qcharge *c)
+{
+    uint32_t nacc = tly_queues_naccres(ps->qs), n = 0, count = tly_qcharge_nacc(c, nacc);
+    for (uint32_t e = 0; e < count; e++) {
+        tly_qty q;
+        tly_qcharge_acc(c, e, &q);
+        n += !tly_qty_is_zero(q);
+    }
+    tly_acc_charge *l = tly_arena_alloc(ps->a, (n + 1) * sizeof *l);
+    n = 0;
+    for (uint32_t e = 0; e < count; e++) {
+        tly_qty q;
+        uint32_t a = tly_qcharge_acc(c, e, &q);
+        if (!tly_qty_is_zero(q))
+            l[n++] = (tly_acc_charge){a, q};
+    }
+    c->accounted = NULL;
+    c->acc_idx = NULL;
+    c->nacc_idx = 0;
+    c->acc_list = l;
+    c->nacc_list = n;
 }
 
 /*
@@ -375,16 +412,19 @@ static void add_charge(tly_qcharge *sum, const tly_qcharge *c, tly_arena *a, uin
 {
     for (int r = 0; r < TLY_QR_COUNT; r++)
         tly_qty_add(sum->res[r], c->res[r], &sum->res[r]);
-    if (c->accounted) {
+    if (tly_qcharge_nacc(c, nacc)) {
         bool fresh = !sum->accounted;
         if (fresh)
             sum->accounted = tly_arena_zalloc(a, (nacc + 1) * sizeof(tly_qty));
-        uint32_t count = c->acc_idx ? c->nacc_idx : nacc;
-        for (uint32_t e = 0; e < count; e++) {
-            uint32_t k = c->acc_idx ? c->acc_idx[e] : e;
-            tly_qty_add(sum->accounted[k], c->accounted[k], &sum->accounted[k]);
+        for (uint32_t e = 0; e < tly_qcharge_nacc(c, nacc); e++) {
+            tly_qty q;
+            uint32_t k = tly_qcharge_acc(c, e, &q);
+            tly_qty_add(sum->accounted[k], q, &sum->accounted[k]);
         }
-        if (fresh) {
+        if (c->acc_list) {
+            sum->acc_idx = NULL;  /* the sum is dense from here on */
+            sum->nacc_idx = 0;
+        } else if (fresh) {
             sum->acc_idx = c->acc_idx;
             sum->nacc_idx = c->nacc_idx;
         } else if (!c->acc_idx || !sum->acc_idx) {
@@ -414,7 +454,8 @@ static void job_charge(tly_podsched *ps, pstate *p, tly_qcharge *c)
 {
     uint32_t nacc = tly_queues_naccres(ps->qs);
     make_charge(ps, p, -1, false, c, NULL);
-    c->accounted = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
+    /* Scratch: the entries in the list are all written; readers read only those. */
+    c->accounted = p->acc_sparse ? ps->acc_job : tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
     if (p->acc_sparse) {
         c->acc_idx = p->job_idx;
         c->nacc_idx = p->njob_idx;
@@ -464,16 +505,30 @@ tly_podsched *tly_podsched_create(tly_store *s)
         nl[i] = ps->nodes[i].n;
     tly_acc_match_build(&ps->match, ps->qs, nl, ps->nnodes);
     free(nl);
-    ps->accx = tly_acc_index_create(ps->qs);
     uint32_t nacc = tly_queues_naccres(ps->qs);
+    /*
+    ** Per AccountedResource: does it charge without a node too (a source
+    ** without match.nodeLabels, or gpu-memory), and can it charge anything
+    ** here at all (that, or a source whose labels hold on some node)? The
+    ** ones that cannot are left out of every pod's list.
+    */
     ps->ar_unlabeled = tly_xcalloc(nacc + 1, 1);
+    uint8_t *live = tly_xcalloc(nacc + 1, 1);
     for (uint32_t k = 0; k < nacc; k++) {
         const tly_accres *ar = tly_queues_accres(ps->qs, k);
         ps->ar_unlabeled[k] = tly_queues_accres_is_gpu_memory(ps->qs, k);
         for (uint32_t i = 0; i < ar->nsources; i++)
             if (ar->sources[i].match_node_labels.n == 0)
                 ps->ar_unlabeled[k] = 1;
+        live[k] = ps->ar_unlabeled[k];
     }
+    for (uint32_t i = 0; i < ps->nnodes; i++)
+        for (uint32_t k = 0; k < nacc; k++)
+            for (uint32_t j = 0; !live[k] && j < tly_queues_accres(ps->qs, k)->nsources; j++)
+                live[k] = ps->match.bits[(size_t)i * ps->match.nsrc + ps->match.off[k] + j];
+    ps->accx = tly_acc_index_create(ps->qs, live);
+    free(live);
+    ps->acc_job = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
     ps->pg_running = tly_xcalloc(tly_store_count(s, TLY_K_PODGROUP) + 1, sizeof *ps->pg_running);
     ps->dra = tly_dra_create(s);
     tly_dra_choice_init(&ps->dra_try);
@@ -516,7 +571,6 @@ tly_podsched *tly_podsched_create(tly_store *s)
                                  ? q->pg->preemptibility == TLY_PREEMPT_NON_PREEMPTIBLE
                                  : q->priority >= NON_PREEMPTIBLE_PRIORITY;
         q->node = ni;
-        q->res.accounted = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
         if (terminal(p)) {
             q->res.state = !strcmp(p->phase, "Succeeded") ? "Succeeded" : "Failed";
             q->done = true;
@@ -544,9 +598,10 @@ tly_podsched *tly_podsched_create(tly_store *s)
                         tly_rlist_set(&q->charge.all, ps->a, TLY_R_NVIDIA_GPU, sum);
                     }
                 }
+                pack_charge(ps, &q->charge);
                 tly_queues_charge(ps->qs, (uint32_t)q->queue, &q->charge, q->non_preemptible, 1);
-                memcpy(q->res.accounted, q->charge.accounted,
-                       tly_queues_naccres(ps->qs) * sizeof(tly_qty));
+                q->res.charges = q->charge.acc_list;
+                q->res.ncharges = q->charge.nacc_list;
                 if (problem)
                     q->res.message = problem;
             }
@@ -909,17 +964,14 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     pl->node = best;
     tly_qcharge best_charge;
     make_charge(ps, p, best, false, &best_charge, NULL);
-    /* Dense and zero where the pod is not concerned: the output reads every entry. */
-    best_charge.accounted = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
+    /* The charges on the chosen node's class, packed: what the pod keeps. */
     uint32_t bcl = ps->node_class[best];
-    copy_acc(ps, p, bcl, best_charge.accounted, ps->acc_best);
+    best_charge.accounted = ps->acc_best;
     if (p->acc_sparse) {
-        uint32_t nb = ps->cls_nidx[bcl];
-        uint32_t *l = tly_arena_alloc(ps->a, (nb + 1) * sizeof *l);
-        memcpy(l, ps->cls_idx + (size_t)bcl * tly_queues_naccres(ps->qs), nb * sizeof *l);
-        best_charge.acc_idx = l;
-        best_charge.nacc_idx = nb;
+        best_charge.acc_idx = ps->cls_idx + (size_t)bcl * tly_queues_naccres(ps->qs);
+        best_charge.nacc_idx = ps->cls_nidx[bcl];
     }
+    pack_charge(ps, &best_charge);
     if (p->res.pod->nclaims > 0) {
         /* Choose the devices on the chosen node again (the scan moved on) and take them. */
         const char *dwhy;
@@ -1023,11 +1075,14 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
     tly_qcharge sum;
     memset(&sum, 0, sizeof sum);
     uint32_t nacc = tly_queues_naccres(ps->qs);
-    for (uint32_t k = 0; k < n; k++) {
-        tly_qcharge c;
-        pstate *p = &ps->pods[unit[k]];
-        job_charge(ps, p, &c);
-        add_charge(&sum, &c, ps->a, nacc);
+    if (n == 1) {
+        job_charge(ps, &ps->pods[unit[0]], &sum);
+    } else {
+        for (uint32_t k = 0; k < n; k++) {
+            tly_qcharge c;
+            job_charge(ps, &ps->pods[unit[k]], &c);
+            add_charge(&sum, &c, ps->a, nacc);
+        }
     }
     bool np = first->non_preemptible;
     v.quiet = false;
@@ -1068,7 +1123,8 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
             pstate *p = &ps->pods[pl[k].pod];
             tly_gpus_free(&pl[k].before);
             p->res.node = ps->nodes[p->node].n->meta.name;
-            memcpy(p->res.accounted, p->charge.accounted, tly_queues_naccres(ps->qs) * sizeof(tly_qty));
+            p->res.charges = p->charge.acc_list;
+            p->res.ncharges = p->charge.nacc_list;
             decide(p, "Bound", NULL, p->res.message);
         }
         for (uint32_t k = 0; k < n; k++) {
@@ -1467,9 +1523,10 @@ void tly_podsched_explain_queue(tly_podsched *ps, uint32_t q, FILE *out)
                 p->res.pod->meta.name, p->res.queue, p->res.state, p->res.node ? p->res.node : "-",
                 qfmt(p->charge.res[TLY_QR_CPU], a), qfmt(p->charge.res[TLY_QR_MEMORY], b),
                 qfmt(p->charge.res[TLY_QR_GPU], c));
-        for (uint32_t k = 0; k < tly_queues_naccres(ps->qs); k++)
-            if (p->res.accounted && tly_qty_sign(p->res.accounted[k]) > 0)
-                fprintf(out, ", %s %s", tly_queues_accres(ps->qs, k)->meta.name, qfmt(p->res.accounted[k], a));
+        for (uint32_t e = 0; e < p->res.ncharges; e++)
+            if (tly_qty_sign(p->res.charges[e].q) > 0)
+                fprintf(out, ", %s %s", tly_queues_accres(ps->qs, p->res.charges[e].ar)->meta.name,
+                        qfmt(p->res.charges[e].q, a));
         fprintf(out, "\n");
     }
     if (!shown)

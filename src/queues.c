@@ -92,6 +92,20 @@ static int cmp_accres(const void *a, const void *b)
     return strcmp((*(const tly_accres *const *)a)->meta.name, (*(const tly_accres *const *)b)->meta.name);
 }
 
+/* The first AccountedResource (name order) whose name is not below name. */
+static uint32_t acc_lower_bound(const tly_queues *qs, const char *name)
+{
+    uint32_t lo = 0, hi = qs->nacc;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (strcmp(qs->acc[mid]->meta.name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 tly_queues *tly_queues_create(tly_store *s)
 {
     tly_queues *qs = tly_xcalloc(1, sizeof *qs);
@@ -134,18 +148,16 @@ tly_queues *tly_queues_create(tly_store *s)
                                                             : tly_qty_from_int(-1, TLY_QFMT_DECIMAL_SI);
         for (uint32_t k = 0; k < n->q->naccrefs; k++) {
             const tly_queue_accref *e = &n->q->accrefs[k];
-            if (!e->ref || !e->has_limit)
+            if (!e->ref || !*e->ref)
                 continue;
-            for (uint32_t a = 0; a < qs->nacc; a++)
-                if (!strcmp(e->ref, qs->acc[a]->meta.name))
-                    n->acc_limit[a] = e->limit;
-        }
-        for (uint32_t k = 0; k < n->q->naccrefs; k++) {
-            const char *ref = n->q->accrefs[k].ref;
-            if (ref && *ref && !tly_store_find(s, TLY_K_ACCOUNTED_RESOURCE, NULL, ref)) {
-                n->missing_ref = ref;
-                break;
+            uint32_t a = acc_lower_bound(qs, e->ref);
+            if (a == qs->nacc || strcmp(e->ref, qs->acc[a]->meta.name) != 0) {
+                if (!n->missing_ref)
+                    n->missing_ref = e->ref;  /* the first reference that names nothing */
+                continue;
             }
+            for (; e->has_limit && a < qs->nacc && !strcmp(e->ref, qs->acc[a]->meta.name); a++)
+                n->acc_limit[a] = e->limit;
         }
     }
     for (uint32_t i = 0; i < qs->n; i++) {
@@ -418,19 +430,18 @@ void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non
             }
         }
     /* 3. AccountedResource limits, every workload: leaf to root, name order. */
-    if (!c->accounted)
-        return;
-    uint32_t count = c->acc_idx ? c->nacc_idx : qs->nacc;
-    for (int32_t j = (int32_t)q; j >= 0; j = qs->q[j].parent) {
+    uint32_t count = tly_qcharge_nacc(c, qs->nacc);
+    for (int32_t j = (int32_t)q; count && j >= 0; j = qs->q[j].parent) {
         const qnode *n = &qs->q[j];
         for (uint32_t e = 0; e < count; e++) {
-            uint32_t a = c->acc_idx ? c->acc_idx[e] : e;
-            if (tly_qty_sign(c->accounted[a]) <= 0)
+            tly_qty amount;
+            uint32_t a = tly_qcharge_acc(c, e, &amount);
+            if (tly_qty_sign(amount) <= 0)
                 continue;
             tly_qty lim = tly_queues_accounted_limit(qs, (uint32_t)j, a);
             if (tly_qty_sign(lim) < 0)
                 continue;  /* -1 (or any negative) is unlimited for AccountedResources */
-            if (exceeds(n->acc_used[a], reserved ? n->acc_rsv[a] : ZERO, c->accounted[a], lim)) {
+            if (exceeds(n->acc_used[a], reserved ? n->acc_rsv[a] : ZERO, amount, lim)) {
                 v->ok = false;
                 v->reason = "OverLimit";
                 tly_qty shown = n->acc_used[a];
@@ -441,12 +452,12 @@ void tly_queues_check(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non
                 v->dim = (int)a;
                 v->used = shown;
                 v->bound_value = lim;
-                v->request = c->accounted[a];
+                v->request = amount;
                 if (v->quiet)
                     return;
                 char u[TLY_QTY_BUFSZ], r[TLY_QTY_BUFSZ], l[TLY_QTY_BUFSZ];
                 tly_qty_format(shown, u, sizeof u);
-                tly_qty_format(c->accounted[a], r, sizeof r);
+                tly_qty_format(amount, r, sizeof r);
                 tly_qty_format(lim, l, sizeof l);
                 v->ok = false;
                 v->reason = "OverLimit";
@@ -487,11 +498,11 @@ void tly_queues_charge(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool no
             if (non_preemptible)
                 tly_rvec_sub_list(&n->alloc_np, &c->all);
         }
-        if (c->accounted)
-            for (uint32_t e = 0; e < (c->acc_idx ? c->nacc_idx : qs->nacc); e++) {
-                uint32_t a = c->acc_idx ? c->acc_idx[e] : e;
-                add_to(&n->acc_used[a], c->accounted[a], sign);
-            }
+        for (uint32_t e = 0; e < tly_qcharge_nacc(c, qs->nacc); e++) {
+            tly_qty amount;
+            uint32_t a = tly_qcharge_acc(c, e, &amount);
+            add_to(&n->acc_used[a], amount, sign);
+        }
     }
 }
 
@@ -504,11 +515,11 @@ void tly_queues_reserve(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool n
             if (non_preemptible)
                 add_to(&n->rsv_np[r], c->res[r], 1);
         }
-        if (c->accounted)
-            for (uint32_t e = 0; e < (c->acc_idx ? c->nacc_idx : qs->nacc); e++) {
-                uint32_t a = c->acc_idx ? c->acc_idx[e] : e;
-                add_to(&n->acc_rsv[a], c->accounted[a], 1);
-            }
+        for (uint32_t e = 0; e < tly_qcharge_nacc(c, qs->nacc); e++) {
+            tly_qty amount;
+            uint32_t a = tly_qcharge_acc(c, e, &amount);
+            add_to(&n->acc_rsv[a], amount, 1);
+        }
     }
 }
 

@@ -812,6 +812,15 @@ static void gen_cluster(uint64_t seed, sbuf *y)
 
 /* ---- the pod engine's checks --------------------------------------------- */
 
+/* The pod's charge of AccountedResource k (zero when it is not listed). */
+static tly_qty pod_charge(const tly_ps_result *r, uint32_t k)
+{
+    for (uint32_t e = 0; e < r->ncharges; e++)
+        if (r->charges[e].ar == k)
+            return r->charges[e].q;
+    return (tly_qty){0, TLY_QFMT_DECIMAL_SI};
+}
+
 static bool pod_terminal(const tly_pod *p)
 {
     return p->phase && (!strcmp(p->phase, "Succeeded") || !strcmp(p->phase, "Failed"));
@@ -1106,10 +1115,15 @@ static bool check_pods(tly_store *s, tly_podsched *ps, tly_arena *a)
                 }
             }
         }
+        for (uint32_t e = 0; e < r->ncharges && ok; e++)
+            if (tly_qty_is_zero(r->charges[e].q) || r->charges[e].ar >= nacc ||
+                (e > 0 && r->charges[e].ar <= r->charges[e - 1].ar))
+                ok = failf("P1: pod %s/%s lists AccountedResource charges out of order, out of "
+                           "range or zero (entry %u)", pns, pname, e);
         for (uint32_t k = 0; k < nacc && ok; k++)
-            if (tly_qty_cmp(r->accounted[k], charge[k]) != 0)
+            if (tly_qty_cmp(pod_charge(r, k), charge[k]) != 0)
                 ok = failf("P1: pod %s/%s (%s on %s) reports %s of AccountedResource %s, recomputed %s",
-                           pns, pname, r->state, r->node ? r->node : "-", qtext(r->accounted[k], b1),
+                           pns, pname, r->state, r->node ? r->node : "-", qtext(pod_charge(r, k), b1),
                            tly_queues_accres(qs, k)->meta.name, qtext(charge[k], b2));
     }
 
@@ -1304,7 +1318,7 @@ static char *pods_digest(tly_store *s, tly_podsched *ps)
                   r->queue, r->state, r->node ? r->node : "-", r->reason ? r->reason : "-",
                   r->message ? r->message : "-");
         for (uint32_t k = 0; k < nacc; k++)
-            sb_printf(&d, "%s,", qtext(r->accounted[k], b));
+            sb_printf(&d, "%s,", qtext(pod_charge(r, k), b));
         sb_printf(&d, "\n");
     }
     for (uint32_t q = 0; q < tly_queues_count(qs); q++) {

@@ -91,7 +91,12 @@ void tly_accounted_charges_matched(const tly_queues *qs, const tly_pod *p, const
 */
 typedef struct tly_acc_index tly_acc_index;
 
-tly_acc_index *tly_acc_index_create(const tly_queues *qs);
+/*
+** live (may be NULL: all) marks the AccountedResources worth listing: an
+** engine leaves out those that can charge nothing in its cluster (every
+** source's node labels fail on every node).
+*/
+tly_acc_index *tly_acc_index_create(const tly_queues *qs, const uint8_t *live);
 void tly_acc_index_destroy(tly_acc_index *x);
 /*
 ** The AccountedResources (tly_queues_accres indices, ascending, no repeats)

@@ -43,7 +43,9 @@ typedef struct {
     const char *node;        /* NULL when not on a node */
     const char *reason;
     const char *message;
-    tly_qty *accounted;      /* per AccountedResource (tly_queues_accres order); zeros when none */
+    /* Its non-zero AccountedResource charges, ascending by tly_queues_accres index. */
+    const tly_acc_charge *charges;
+    uint32_t ncharges;
 } tly_ps_result;
 
 tly_podsched *tly_podsched_create(tly_store *s);

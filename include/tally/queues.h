@@ -39,19 +39,49 @@ typedef struct tly_queues tly_queues;
 /* The three spec.resources dimensions, in KAI's check order. */
 enum { TLY_QR_CPU = 0, TLY_QR_MEMORY = 1, TLY_QR_GPU = 2, TLY_QR_COUNT = 3 };
 
-/* What a workload adds to its queues. */
+/* One AccountedResource charge: the resource (tly_queues_accres index) and the amount. */
+typedef struct {
+    uint32_t ar;
+    tly_qty q;
+} tly_acc_charge;
+
+/*
+** What a workload adds to its queues. The AccountedResource part comes in
+** one of three forms, so that its cost follows the AccountedResources that
+** concern the workload rather than how many exist:
+**   acc_list set:   the packed charges (ascending ar); the rest are zero;
+**   acc_idx set:    accounted[acc_idx[e]] for e < nacc_idx; the rest are
+**                   zero whatever accounted holds there;
+**   accounted only: one amount per AccountedResource (dense).
+** Read them with tly_qcharge_nacc() / tly_qcharge_acc().
+*/
 typedef struct {
     tly_qty res[TLY_QR_COUNT];  /* cpu in cores, memory in bytes, gpu in devices (0.01 steps) */
     tly_rlist all;              /* every effective-request resource, for allocated (GPU as accepted) */
-    tly_qty *accounted;         /* one per AccountedResource, in tly_queues_accres order; may be NULL */
-    /*
-    ** When not NULL: the only entries of accounted that may be non-zero
-    ** (ascending); the checks and the ledger read only these, so their cost
-    ** follows the AccountedResources that concern the workload. NULL: all.
-    */
+    tly_qty *accounted;         /* dense, in tly_queues_accres order; may be NULL */
     const uint32_t *acc_idx;
     uint32_t nacc_idx;
+    const tly_acc_charge *acc_list;
+    uint32_t nacc_list;
 } tly_qcharge;
+
+/* How many AccountedResource entries c lists (nacc: the number of AccountedResources). */
+static inline uint32_t tly_qcharge_nacc(const tly_qcharge *c, uint32_t nacc)
+{
+    return c->acc_list ? c->nacc_list : c->acc_idx ? c->nacc_idx : c->accounted ? nacc : 0;
+}
+
+/* Entry e of c: returns the AccountedResource index, its amount in *q. */
+static inline uint32_t tly_qcharge_acc(const tly_qcharge *c, uint32_t e, tly_qty *q)
+{
+    if (c->acc_list) {
+        *q = c->acc_list[e].q;
+        return c->acc_list[e].ar;
+    }
+    uint32_t a = c->acc_idx ? c->acc_idx[e] : e;
+    *q = c->accounted[a];
+    return a;
+}
 
 /* Outcome of a check. */
 /* Which bound a check hit (for explanations). */

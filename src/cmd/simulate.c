@@ -59,11 +59,9 @@ static void json_pods(tly_json *j, tly_podsched *ps)
         tly_json_string(j, r->message);
         tly_json_key(j, "accounted");
         tly_json_begin_object(j);
-        for (uint32_t a = 0; a < tly_queues_naccres(qs); a++) {
-            if (tly_qty_is_zero(r->accounted[a]))
-                continue;
-            tly_json_key(j, tly_queues_accres(qs, a)->meta.name);
-            tly_json_qty(j, r->accounted[a]);
+        for (uint32_t e = 0; e < r->ncharges; e++) {
+            tly_json_key(j, tly_queues_accres(qs, r->charges[e].ar)->meta.name);
+            tly_json_qty(j, r->charges[e].q);
         }
         tly_json_end_object(j);
         tly_json_end_object(j);
