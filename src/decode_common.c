@@ -19,22 +19,40 @@
 
 /* ---- field paths --------------------------------------------------------- */
 
+/*
+** Appends n bytes of s to the path, truncating at TLY_PATH_MAX - 1. Plain
+** copies, not snprintf: every field a decoder reads pushes a segment, and
+** formatting was a tenth of decoding a pod.
+*/
+static void path_append(tly_dctx *dx, const char *s, size_t n)
+{
+    size_t room = TLY_PATH_MAX - 1 - dx->plen;
+    if (n > room)
+        n = room;
+    memcpy(dx->path + dx->plen, s, n);
+    dx->plen += n;
+    dx->path[dx->plen] = '\0';
+}
+
 size_t tly_dx_push(tly_dctx *dx, const char *key)
 {
     size_t mark = dx->plen;
-    int n = snprintf(dx->path + dx->plen, TLY_PATH_MAX - dx->plen, "%s%s",
-                     dx->plen ? "." : "", key);
-    if (n > 0)
-        dx->plen += (size_t)n < TLY_PATH_MAX - dx->plen ? (size_t)n : TLY_PATH_MAX - dx->plen - 1;
+    if (dx->plen)
+        path_append(dx, ".", 1);
+    path_append(dx, key, strlen(key));
     return mark;
 }
 
 size_t tly_dx_push_idx(tly_dctx *dx, uint32_t i)
 {
     size_t mark = dx->plen;
-    int n = snprintf(dx->path + dx->plen, TLY_PATH_MAX - dx->plen, "[%u]", i);
-    if (n > 0)
-        dx->plen += (size_t)n < TLY_PATH_MAX - dx->plen ? (size_t)n : TLY_PATH_MAX - dx->plen - 1;
+    char buf[16], *p = buf + sizeof buf;
+    *--p = ']';
+    do
+        *--p = (char)('0' + i % 10);
+    while (i /= 10);
+    *--p = '[';
+    path_append(dx, p, (size_t)(buf + sizeof buf - p));
     return mark;
 }
 

@@ -853,13 +853,16 @@ int tly_store_load_path(tly_store *s, const char *path)
     return errors;
 }
 
+size_t tly_utf8_invalid_at(const char *p, size_t len)
+{
+    return utf8_invalid_at((const unsigned char *)p, len);
+}
+
 /*
-** Parses one small YAML or JSON value (an annotation's content, such as
-** kruntimes.io/capacities) into a node tree in arena a. NULL if the text is
-** not exactly one well-formed value or uses what the loader rejects
-** (aliases, over-deep nesting).
+** tly_parse_value() through libfyaml, as the loader reads files: the
+** reference that tests/test_jsonparse.c compares the native reader with.
 */
-tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
+tly_node *tly_parse_value_fy(const char *text, size_t len, tly_arena *a)
 {
     if (utf8_invalid_at((const unsigned char *)text, len) < len)
         return NULL;

@@ -61,9 +61,13 @@ tly_node *tly_node_copy(const tly_node *n, tly_arena *a);
 /*
 ** Parses one small JSON value (an AdmissionReview, an annotation's content)
 ** into a tree in arena a; NULL if it is not exactly one well-formed JSON
-** value (src/load.c).
+** value (RFC 8259) within the loader's limits (src/jsonparse.c).
 */
 tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a);
+/* The same through libfyaml (src/load.c): the reference the tests compare with. */
+tly_node *tly_parse_value_fy(const char *text, size_t len, tly_arena *a);
+/* The offset of the first byte that is not valid UTF-8, or len. */
+size_t tly_utf8_invalid_at(const char *p, size_t len);
 /* Classifies a plain (unquoted) scalar's text under YAML 1.2's core schema. */
 tly_ntype tly_plain_scalar_type(const char *s, size_t len, bool *bval);
 

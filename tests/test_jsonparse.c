@@ -1,0 +1,377 @@
+/*
+** test_jsonparse.c: the native JSON reader (src/jsonparse.c) builds the tree
+** the loader's libfyaml path builds.
+**
+** For every input below, and for every resize review and fuzz seed in the
+** repository, and for 20,000 random documents and 20,000 byte-level
+** mutations of them, tly_parse_value() and tly_parse_value_fy() must agree:
+** both refuse, or both accept with equal trees (types, texts, keys, lines and
+** columns). Known differences, each checked here: libfyaml counts a CRLF as
+** two lines (lines are not compared for inputs with a CR) and refuses some
+** tabs between tokens that JSON allows (such inputs must agree once those
+** tabs are spaces).
+*/
+#include "testutil.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tally/node.h"
+
+/*
+** libfyaml (0.7.12, JSON mode) counts a CRLF as two line breaks; the native
+** reader counts one, as editors do. Lines are compared only without CR.
+*/
+static bool g_cr;
+/* Inputs libfyaml accepted only with tabs between tokens made spaces. */
+static unsigned g_tabs;
+
+/* true when equal, else why says where they differ. */
+static bool same_tree(const tly_node *a, const tly_node *b, char *why, size_t len)
+{
+    if (a->type != b->type || a->bval != b->bval || (!g_cr && a->line != b->line) ||
+        a->col != b->col ||
+        a->nkids != b->nkids || a->len != b->len || (!a->str) != (!b->str) ||
+        (a->str && memcmp(a->str, b->str, a->len) != 0) || (!a->key) != (!b->key) ||
+        (a->key && (strcmp(a->key, b->key) != 0 || (!g_cr && a->kline != b->kline) ||
+                    a->kcol != b->kcol))) {
+        snprintf(why, len,
+                 "node at %u:%u (key %s): type %d/%d str \"%s\"/\"%s\" pos %u:%u/%u:%u key pos %u:%u/%u:%u",
+                 a->line, a->col, a->key ? a->key : "-", a->type, b->type, a->str ? a->str : "-",
+                 b->str ? b->str : "-", a->line, a->col, b->line, b->col, a->kline, a->kcol, b->kline,
+                 b->kcol);
+        return false;
+    }
+    const tly_node *x = a->kids, *y = b->kids;
+    for (; x && y; x = x->next, y = y->next)
+        if (!same_tree(x, y, why, len))
+            return false;
+    return x == NULL && y == NULL;
+}
+
+/* 1 both accept and agree, 0 both refuse, -1 only libfyaml accepts, -2 disagree otherwise. */
+static int compare(const char *text, size_t len, char *why, size_t wlen)
+{
+    tly_arena *a = tly_arena_create(4096);
+    g_cr = memchr(text, '\r', len) != NULL;
+    tly_node *n = tly_parse_value(text, len, a);
+    tly_node *f = tly_parse_value_fy(text, len, a);
+    int r;
+    why[0] = '\0';
+    if (!n && !f)
+        r = 0;
+    else if (!n)
+        r = -1;
+    else if (!f) {
+        /* libfyaml refuses some tabs between tokens that JSON allows; with
+           those tabs made spaces it must accept the same tree. */
+        char *t = malloc(len + 1);
+        assert_non_null(t);
+        memcpy(t, text, len);
+        bool in = false;
+        for (size_t i = 0; i < len; i++) {
+            if (in && t[i] == '\\')
+                i++;
+            else if (t[i] == '"')
+                in = !in;
+            else if (!in && t[i] == '\t')
+                t[i] = ' ';
+        }
+        f = tly_parse_value_fy(t, len, a);
+        free(t);
+        r = f && same_tree(n, f, why, wlen) ? 1 : -2;
+        if (!f)
+            snprintf(why, wlen, "only the native reader accepts it");
+        g_tabs += r == 1;
+    } else
+        r = same_tree(n, f, why, wlen) ? 1 : -2;
+    tly_arena_destroy(a);
+    return r;
+}
+
+static void expect_agree(const char *text, size_t len, const char *what)
+{
+    char why[512];
+    int r = compare(text, len, why, sizeof why);
+    if (r < 0)
+        fail_msg("%s: %s (%s)", what, r == -1 ? "only libfyaml accepts it" : why,
+                 len < 200 ? text : "long input");
+}
+
+static const char *const agree[] = {
+    "{}", "[]", "0", "-0", "12", "-3", "1.5", "1e3", "-2.5E-7", "true", "false", "null", "\"\"",
+    "\"a\"", "  {\"a\": 1}  ", "\n\n  {\"a\":\n [1, 2.0, \"x\", null, true, {}]}\n",
+    "{\"k\": \"tab\\there\", \"q\": \"\\\"\\\\\\/\\b\\f\\n\\r\"}",
+    "{\"u\": \"\\u00e9\\u4e2d\\ud83d\\ude00\"}", "{\"é\": \"ü\", \"x\": \"中文\"}",
+    "[\"\\u0041\", \"a\\u00e9b\"]", "{\"a\": {\"b\": {\"c\": [[[]]]}}}",
+    "{\"dup\": 1, \"dup\": 2}", "{\"a\": 1,}", "[1, 2,]", "[01]", "[+1]", "[.5]", "[1.]",
+    "[1e]", "{\"a\" 1}", "{a: 1}", "['x']", "[\"unterminated]", "{\"a\": \"\\x\"}",
+    "{\"a\": \"\\u12\"}", "\"a\" \"b\"", "{} {}", "", "   ", "[1 2]", "{\"a\": nul}",
+    "{\"a\": truee}", "[\"\\u0000\"]", "{\"a\":\r\n1}", "[\r1]",
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\"}}",
+};
+
+static void test_fixed_inputs_agree(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof agree / sizeof *agree; i++)
+        expect_agree(agree[i], strlen(agree[i]), agree[i]);
+}
+
+/* Not JSON, though a YAML reader might take them: refused. */
+static const char *const not_json[] = {
+    "[\"a\tb\"]",           /* a raw tab inside a string */
+    "{\"a\": 1} # comment",  /* a YAML comment */
+    "{a: 1}", "[yes]", "- 1", "'x'", "[1, 2", "{\"a\": .inf}",
+};
+
+static void test_not_json_is_refused(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof not_json / sizeof *not_json; i++) {
+        tly_arena *a = tly_arena_create(1024);
+        if (tly_parse_value(not_json[i], strlen(not_json[i]), a))
+            fail_msg("accepted: %s", not_json[i]);
+        if (tly_parse_value_fy(not_json[i], strlen(not_json[i]), a))
+            print_message("libfyaml's JSON mode accepts: %s\n", not_json[i]);
+        tly_arena_destroy(a);
+    }
+}
+
+static void test_positions_and_escapes(void **state)
+{
+    (void)state;
+    tly_arena *a = tly_arena_create(1024);
+    const char *t = "{\n  \"a\": \"x\\ny\",\n  \"b\": [1, -2.5]\n}";
+    tly_node *n = tly_parse_value(t, strlen(t), a);
+    assert_non_null(n);
+    const tly_node *x = tly_node_get(n, "a");
+    assert_string_equal(x->str, "x\ny");
+    assert_int_equal(x->line, 2);
+    assert_int_equal(x->col, 8);
+    assert_int_equal(x->kline, 2);
+    assert_int_equal(x->kcol, 3);
+    const tly_node *b = tly_node_get(n, "b");
+    assert_int_equal(b->type, TLY_N_SEQ);
+    assert_int_equal(tly_node_at(b, 0)->type, TLY_N_INT);
+    assert_int_equal(tly_node_at(b, 1)->type, TLY_N_FLOAT);
+    assert_int_equal(tly_node_at(b, 1)->col, 12);
+    /* A lone surrogate is refused, as the loader refuses it; a pair is one character. */
+    assert_null(tly_parse_value("\"\\ud800x\"", 9, a));
+    tly_node *s = tly_parse_value("\"\\ud83d\\ude00\"", 14, a);
+    assert_non_null(s);
+    assert_string_equal(s->str, "\xF0\x9F\x98\x80");
+    tly_arena_destroy(a);
+}
+
+static void test_limits(void **state)
+{
+    (void)state;
+    tly_arena *a = tly_arena_create(1 << 16);
+    char deep[300];
+    int d = 0;
+    for (; d < 65; d++)
+        deep[d] = '[';
+    for (int i = 0; i < 65; i++)
+        deep[d++] = ']';
+    assert_null(tly_parse_value(deep, (size_t)d, a));
+    assert_non_null(tly_parse_value(deep + 1, (size_t)d - 2, a)); /* 64 levels */
+    tly_arena_destroy(a);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 > cap) {
+            cap = (cap + 4096) * 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* Every file directly in dir (and dir/<case>/review.json when nested). */
+static unsigned compare_dir(const char *dir, const char *nested)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    unsigned seen = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s%s%s", dir, e->d_name, nested ? "/" : "", nested ? nested : "");
+        size_t len;
+        char *text = read_all(path, &len);
+        if (!text)
+            continue;
+        expect_agree(text, len, path);
+        free(text);
+        seen++;
+    }
+    closedir(d);
+    return seen;
+}
+
+static void test_repository_inputs_agree(void **state)
+{
+    (void)state;
+    unsigned n = compare_dir(TALLY_SOURCE_DIR "/tests/resize", "review.json");
+    assert_true(n >= 60);
+    n += compare_dir(TALLY_SOURCE_DIR "/fuzz/corpus/admit", NULL);
+    n += compare_dir(TALLY_SOURCE_DIR "/fuzz/corpus/annotations", NULL);
+    print_message("%u files compared\n", n);
+}
+
+/* ---- random documents ---------------------------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+} buf_t;
+
+static void put(buf_t *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        assert_non_null(b->p);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void ws(buf_t *b, uint64_t *s)
+{
+    static const char *const w[] = {"", "", "", " ", "\n", "  ", "\r\n", "\t", "\n    "};
+    const char *x = w[rnd(s) % 9];
+    put(b, x, strlen(x));
+}
+
+static void gen_string(buf_t *b, uint64_t *s)
+{
+    static const char *const parts[] = {"a", "Bc", "node-1", "é", "中", "\\n", "\\\"", "\\\\", "\\/",
+                                        "\\u00e9", "\\ud83d\\ude00", "\\t", " ", "0.5", "cpu", "-"};
+    put(b, "\"", 1);
+    for (uint64_t i = rnd(s) % 5; i > 0; i--) {
+        const char *x = parts[rnd(s) % 16];
+        put(b, x, strlen(x));
+    }
+    put(b, "\"", 1);
+}
+
+static void gen_value(buf_t *b, uint64_t *s, int depth)
+{
+    uint64_t k = rnd(s) % (depth > 4 ? 6 : 8);
+    static const char *const words[] = {"0", "-0", "17", "-3", "1.25", "6e2", "-1E-3", "true",
+                                        "false", "null", "100000000000000000000"};
+    if (k < 3) {
+        gen_string(b, s);
+    } else if (k < 6) {
+        const char *w = words[rnd(s) % 11];
+        put(b, w, strlen(w));
+    } else if (k == 6) {
+        put(b, "{", 1);
+        uint64_t n = rnd(s) % 4;
+        for (uint64_t i = 0; i < n; i++) {
+            ws(b, s);
+            char key[32];
+            snprintf(key, sizeof key, "\"k%llu\"", (unsigned long long)i);
+            put(b, key, strlen(key));
+            ws(b, s);
+            put(b, ":", 1);
+            ws(b, s);
+            gen_value(b, s, depth + 1);
+            ws(b, s);
+            if (i + 1 < n)
+                put(b, ",", 1);
+        }
+        put(b, "}", 1);
+    } else {
+        put(b, "[", 1);
+        uint64_t n = rnd(s) % 4;
+        for (uint64_t i = 0; i < n; i++) {
+            ws(b, s);
+            gen_value(b, s, depth + 1);
+            ws(b, s);
+            if (i + 1 < n)
+                put(b, ",", 1);
+        }
+        put(b, "]", 1);
+    }
+}
+
+static void test_random_documents_agree(void **state)
+{
+    (void)state;
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    unsigned accepted = 0, mutated_agree = 0, strict = 0;
+    for (int i = 0; i < 20000; i++) {
+        buf_t b = {0};
+        ws(&b, &s);
+        gen_value(&b, &s, 0);
+        ws(&b, &s);
+        char why[512];
+        int r = compare(b.p, b.n, why, sizeof why);
+        if (r != 1)
+            fail_msg("document %d: %s: %s", i, r == 0 ? "both refuse" : r == -1 ? "only libfyaml accepts" : why,
+                     b.p);
+        accepted++;
+        /* One byte changed, dropped or duplicated. */
+        size_t at = b.n ? rnd(&s) % b.n : 0;
+        static const char pool[] = "{}[]\":,\\ \n0e-.tfnu\t\x01\xc3";
+        uint64_t how = rnd(&s) % 3;
+        if (b.n && how == 0)
+            b.p[at] = pool[rnd(&s) % (sizeof pool - 1)];
+        else if (b.n && how == 1)
+            memmove(b.p + at, b.p + at + 1, b.n-- - at);
+        else if (b.n)
+            put(&b, b.p + at, 1);
+        r = compare(b.p, b.n, why, sizeof why);
+        if (r == -2)
+            fail_msg("mutation of document %d: %s: %s", i, why, b.p);
+        strict += r == -1;
+        mutated_agree += r >= 0;
+        free(b.p);
+    }
+    print_message("%u random documents agree; %u mutations agree, %u refused only by the strict "
+                  "reader; %u needed libfyaml's tab quirk worked around\n", accepted, mutated_agree,
+                  strict, g_tabs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_inputs_agree),
+        cmocka_unit_test(test_not_json_is_refused),
+        cmocka_unit_test(test_positions_and_escapes),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_repository_inputs_agree),
+        cmocka_unit_test(test_random_documents_agree),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
