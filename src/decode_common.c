@@ -306,16 +306,29 @@ bool tly_dx_rlist(tly_dctx *dx, const tly_node *map, const char *key, tly_rlist 
     const tly_node *m = tly_dx_map(dx, map, key);
     if (!m)
         return false;
-    out->v = NULL;
-    out->n = 0;
+    /* One array for the whole list, kept sorted by id as entries arrive
+       (tly_rlist_set would copy the list for every entry it adds). */
+    tly_rq *v = m->nkids ? tly_arena_alloc(dx->arena, m->nkids * sizeof *v) : NULL;
+    uint32_t n = 0;
     size_t mark = tly_dx_push(dx, key);
     for (const tly_node *k = m->kids; k; k = k->next) {
         tly_qty q;
         if (!tly_dx_qty(dx, m, k->key, &q))
             continue;
-        uint32_t id = tly_names_intern(dx->names, k->key, strlen(k->key));
-        tly_rlist_set(out, dx->arena, id, q);
+        uint32_t id = tly_names_intern(dx->names, k->key, strlen(k->key)), i = n;
+        while (i > 0 && v[i - 1].id > id)
+            i--;
+        if (i > 0 && v[i - 1].id == id) {
+            v[i - 1].q = q;  /* a repeated key (already reported): the last one wins */
+            continue;
+        }
+        memmove(v + i + 1, v + i, (n - i) * sizeof *v);
+        v[i].id = id;
+        v[i].q = q;
+        n++;
     }
+    out->v = n ? v : NULL;
+    out->n = n;
     tly_dx_pop(dx, mark);
     return true;
 }
