@@ -758,6 +758,39 @@ int tly_store_load_string(tly_store *s, const char *name, const char *text, size
     return load_named_buffer(s, name, text, len, false);
 }
 
+/*
+** A pipe, /dev/stdin or a process substitution (`<(kubectl get pods -o
+** yaml)`): no size to map, so read it to the end first. Closes fd.
+*/
+static int load_stream(tly_store *s, const char *path, int fd)
+{
+    size_t len = 0, cap = 64 * 1024;
+    char *buf = tly_xmalloc(cap);
+    for (;;) {
+        if (len == cap) {
+            cap *= 2;
+            buf = tly_xrealloc(buf, cap);
+        }
+        ssize_t got = read(fd, buf + len, cap - len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
+                          "cannot read: %s", strerror(errno));
+            free(buf);
+            close(fd);
+            return 1;
+        }
+        if (got == 0)
+            break;
+        len += (size_t)got;
+    }
+    close(fd);
+    int errors = load_named_buffer(s, path, buf, len, false);
+    free(buf);
+    return errors;
+}
+
 static int load_file(tly_store *s, const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -769,6 +802,8 @@ static int load_file(tly_store *s, const char *path)
             close(fd);
         return 1;
     }
+    if (!S_ISREG(st.st_mode))
+        return load_stream(s, path, fd);
     if (st.st_size == 0) {
         close(fd);
         return 0;

@@ -70,5 +70,18 @@ out=$("$TALLY" validate "$tmp/none.yaml" 2>/dev/null); rc=$?
 [ "$rc" -eq 2 ] && ok || bad "no arguments: exit $rc, want 2"
 rm -rf "$tmp"
 
+# A pipe or /dev/stdin is read to its end (it has no size to map): the same
+# problem line as the file, named after the path given.
+f=tests/bad/accres-bad-limit-quantity.yaml
+want=$("$TALLY" validate "$f" 2>/dev/null | sed "s|^$f:|/dev/stdin:|")
+out=$("$TALLY" validate /dev/stdin < "$f" 2>/dev/null); rc=$?
+[ "$rc" -eq 1 ] && ok || bad "/dev/stdin: exit $rc, want 1"
+[ -n "$want" ] && [ "$out" == "$want" ] && ok || bad "/dev/stdin: got '$out', want '$want'"
+out=$(cat "$f" | "$TALLY" validate /dev/stdin 2>/dev/null); rc=$?
+[ "$rc" -eq 1 ] && [ "$out" == "$want" ] && ok || bad "pipe: exit $rc, got '$out'"
+out=$("$TALLY" validate examples/cluster/nodes.json 2>/dev/null | wc -c)
+pipe=$(cat examples/cluster/nodes.json | "$TALLY" validate /dev/stdin 2>/dev/null | wc -c)
+[ "$out" -eq 0 ] && [ "$pipe" -eq 0 ] && ok || bad "valid JSON through a pipe printed problems"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
