@@ -286,18 +286,27 @@ static void print_html(tly_store *s, tly_podsched *ps, tly_runsched *rs, int npa
     free(title);
 }
 
+static int simulate_paths(int npaths, char **paths, const char *out, const char *now,
+                          const char *sched);
+
 int tly_cmd_simulate(int argc, char **argv)
 {
     const char *out = "table", *now = NULL, *sched = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
+    /* Options may come before or after the paths (`tally simulate DIR -o json`);
+       after `--` every argument is a path. */
+    char **paths = tly_xmalloc((size_t)argc * sizeof *paths);
+    int npaths = 0;
+    bool only_paths = false;
+    for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (only_paths || a[0] != '-' || !a[1]) {
+            paths[npaths++] = argv[i];
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
+            free(paths);
             return 0;
         } else if (!strcmp(a, "--")) {
-            i++;
-            break;
+            only_paths = true;
         } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
             out = argv[++i];
         } else if (!strncmp(a, "-o", 2) && a[2]) {
@@ -306,24 +315,33 @@ int tly_cmd_simulate(int argc, char **argv)
             out = a + 9;
         } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched)) {
             continue;
-        } else if (a[0] == '-' && a[1]) {
+        } else {
             fprintf(stderr, "tally simulate: unknown or incomplete option '%s'\n", a);
             usage(stderr);
+            free(paths);
             return 2;
-        } else {
-            break;
         }
     }
     if (strcmp(out, "table") && strcmp(out, "json") && strcmp(out, "html")) {
         fprintf(stderr, "tally simulate: -o must be table, json or html (got '%s')\n", out);
+        free(paths);
         return 2;
     }
-    if (i >= argc) {
+    if (npaths == 0) {
         usage(stderr);
+        free(paths);
         return 2;
     }
+    int rc = simulate_paths(npaths, paths, out, now, sched);
+    free(paths);
+    return rc;
+}
+
+static int simulate_paths(int npaths, char **paths, const char *out, const char *now,
+                          const char *sched)
+{
     tly_cmd_engines e;
-    int rc = tly_cmd_run_engines("simulate", argc - i, argv + i, sched, now, &e);
+    int rc = tly_cmd_run_engines("simulate", npaths, paths, sched, now, &e);
     if (rc)
         return rc;
     tly_store *s = e.s;
@@ -340,7 +358,7 @@ int tly_cmd_simulate(int argc, char **argv)
     if (!strcmp(out, "json")) {
         print_json(ps, rs, tly_store_names(s));
     } else if (!strcmp(out, "html")) {
-        print_html(s, ps, rs, argc - i, argv + i, now_s, have_clock);
+        print_html(s, ps, rs, npaths, paths, now_s, have_clock);
     } else {
         print_pods_table(ps, tly_store_names(s));
         print_table(rs, tly_store_names(s));

@@ -81,6 +81,16 @@ for dir in "${dirs[@]}"; do
     fi
 done
 
+# Options may follow the paths (`tally simulate DIR -o json`); after `--`
+# everything is a path.
+a=$("$tally" simulate -o json --now 2026-11-29T12:00:00Z examples/cluster 2>/dev/null)
+b=$("$tally" simulate examples/cluster -o json --now=2026-11-29T12:00:00Z 2>/dev/null)
+if [ -n "$a" ] && [ "$a" == "$b" ]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); failures+=("options-after-paths"); fi
+"$tally" simulate -- -o >/dev/null 2>&1; rc=$?
+if [ $rc -eq 1 ]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); failures+=("double-dash-path (exit $rc, want 1)"); fi
+
 echo "$passed passed, $failed failed"
 if [ $failed -ne 0 ]; then
     echo "failed: ${failures[*]}"
