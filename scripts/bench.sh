@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: tally's benchmark suite. Builds with optimisation (-O2) in
-# build-bench/, generates deterministic inputs with tally-gen, and prints one
+# `make bench`: tally's benchmark suite. Builds with optimisation (CMake's
+# Release flags, -O3) in build-bench/, generates deterministic inputs with tally-gen, and prints one
 # table: what was measured, the size, tally's figure, the baseline measured
 # side by side in the same run, and the ratio.
 #
@@ -104,11 +104,33 @@ for spec in $PODS_SIZES; do
   printf '%-34s %10s %14s %14s %8s\n' "pods/s vs target 100x680 (n/q/a/p)" "$n/$q/$a/$p" "$r" "68000" \
     "$(awk -v a="$r" 'BEGIN { printf "%.2f", a / 68000 }')"
 done
+# AccountedResources that match no pod (resources no pod requests, node
+# labels no node has): the placement's cost must not grow with them. Rows
+# n/q/a/p+u: u such AccountedResources on top of a; baseline = u = 0.
+UNREL=${BENCH_PODS_UNRELATED:-80 320}
+base=$(build-bench/bench-pods 500 50 20 5000 0 | sed -n 's/.*: \([0-9]*\) pods\/s$/\1/p')
+for u in $UNREL; do
+  r=$(build-bench/bench-pods 500 50 20 5000 "$u" | sed -n 's/.*: \([0-9]*\) pods\/s$/\1/p')
+  printf '%-34s %10s %14s %14s %8s\n' "pods/s, +u ARs matching nothing" "500/50/20/5000+$u" "$r" "$base" \
+    "$(awk -v a="$r" -v b="$base" 'BEGIN { printf "%.2f", a / b }')"
+done
 if command -v valgrind >/dev/null; then
   ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect=place \
        build-bench/bench-pods 500 50 20 2000 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
   printf '%-34s %10s %14s %14s %8s\n' "instructions / pod" "500/50/20/2000" \
     "$(awk -v a="$ir" 'BEGIN { printf "%.0f", a / 2000 }')" "-" "-"
+  # The placements alone (tly_podsched_run, without the per-run set-up), as
+  # AccountedResources that match (a) and that match nothing (+u) grow.
+  run0=""
+  for spec in 20+0 80+0 160+0 20+80 20+320; do
+    a=${spec%+*}; u=${spec#*+}
+    ir=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect=tly_podsched_run \
+         build-bench/bench-pods 500 50 "$a" 2000 "$u" 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+    per=$(awk -v x="$ir" 'BEGIN { printf "%.0f", x / 2000 }')
+    [ -z "$run0" ] && run0=$per
+    printf '%-34s %10s %14s %14s %8s\n' "placement instructions / pod" "500/50/$a/2000+$u" "$per" "$run0" \
+      "$(awk -v x="$per" -v y="$run0" 'BEGIN { printf "%.2f", x / y }')"
+  done
 fi
 
 # ---- A full `tally simulate` of the 5,000-node cluster (issue 8): CPU against 1 s ----

@@ -256,6 +256,22 @@ static tly_node *read_word(jreader *r)
 
 static tly_node *read_value(jreader *r, int depth);
 
+/* After a member or element: 1 a comma (another follows), 0 the closing bracket, -1 neither. */
+static int after_member(jreader *r, char close)
+{
+    skip_ws(r);
+    if (r->p < r->end && *r->p == ',') {
+        step(r, 1);
+        skip_ws(r);
+        return 1;
+    }
+    if (r->p < r->end && *r->p == (unsigned char)close) {
+        step(r, 1);
+        return 0;
+    }
+    return -1;
+}
+
 static tly_node *read_map(jreader *r, int depth)
 {
     tly_node *n = new_node(r, TLY_N_MAP);
@@ -292,17 +308,9 @@ static tly_node *read_map(jreader *r, int depth)
         *tail = v;
         tail = &v->next;
         n->nkids++;
-        skip_ws(r);
-        if (r->p < r->end && *r->p == ',') {
-            step(r, 1);
-            skip_ws(r);
-            continue;
-        }
-        if (r->p < r->end && *r->p == '}') {
-            step(r, 1);
-            return n;
-        }
-        return NULL;
+        int more = after_member(r, '}');
+        if (more <= 0)
+            return more == 0 ? n : NULL;
     }
 }
 
@@ -325,17 +333,9 @@ static tly_node *read_seq(jreader *r, int depth)
         *tail = v;
         tail = &v->next;
         n->nkids++;
-        skip_ws(r);
-        if (r->p < r->end && *r->p == ',') {
-            step(r, 1);
-            skip_ws(r);
-            continue;
-        }
-        if (r->p < r->end && *r->p == ']') {
-            step(r, 1);
-            return n;
-        }
-        return NULL;
+        int more = after_member(r, ']');
+        if (more <= 0)
+            return more == 0 ? n : NULL;
     }
 }
 

@@ -189,34 +189,30 @@ static int cmp_order(const void *pa, const void *pb, void *ctx)
 ** between its old and new places shift (a placement usually moves a node a
 ** short way: bin-packing fills the fullest nodes first).
 */
+/* The first position in [lo, hi) whose node sorts after node k (the order is sorted there). */
+static uint32_t first_after(const tly_podsched *ps, uint32_t lo, uint32_t hi, uint32_t k)
+{
+    const uint32_t *o = ps->order;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (node_key_cmp(&ps->nodes[o[mid]], o[mid], &ps->nodes[k], k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static void reorder(tly_podsched *ps, uint32_t k)
 {
     nstate *n = &ps->nodes[k];
     refresh_keys(n);
     uint32_t *o = ps->order, pos = n->pos, to = pos;
     if (pos > 0 && node_key_cmp(&ps->nodes[o[pos - 1]], o[pos - 1], n, k) > 0) {
-        /* Earlier: the first of [0, pos) that sorts after it. */
-        uint32_t lo = 0, hi = pos;
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            if (node_key_cmp(&ps->nodes[o[mid]], o[mid], n, k) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        to = lo;
+        to = first_after(ps, 0, pos, k);  /* earlier */
         memmove(o + to + 1, o + to, (pos - to) * sizeof *o);
     } else if (pos + 1 < ps->nnodes && node_key_cmp(&ps->nodes[o[pos + 1]], o[pos + 1], n, k) < 0) {
-        /* Later: just before the first of (pos, nnodes) that sorts after it. */
-        uint32_t lo = pos + 1, hi = ps->nnodes;
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            if (node_key_cmp(&ps->nodes[o[mid]], o[mid], n, k) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        to = lo - 1;
+        to = first_after(ps, pos + 1, ps->nnodes, k) - 1;  /* later */
         memmove(o + pos, o + pos + 1, (to - pos) * sizeof *o);
     }
     o[to] = k;
