@@ -246,7 +246,8 @@ void tly_acc_index_destroy(tly_acc_index *x)
 static void merge_into(uint32_t *dst, uint32_t *n, const idxlist *l, uint32_t *tmp)
 {
     if (*n == 0) {
-        memcpy(dst, l->v, l->n * sizeof *dst);
+        if (l->n)
+            memcpy(dst, l->v, l->n * sizeof *dst);
         *n = l->n;
         return;
     }
