@@ -120,7 +120,35 @@ typedef struct {
     size_t released;        /* bytes at the start of the mapping already given back */
     size_t last_pos;        /* window-relative input offset of the newest event */
     int errors;             /* errors recorded by this load */
+    /*
+    ** JSON input with carriage returns: libfyaml's JSON mode counts a CRLF
+    ** as two line breaks, so its line numbers are mapped back to the file's
+    ** (a cursor over the text: marks arrive nearly in order).
+    */
+    const char *crlf_text;  /* the window's text, or NULL when no mapping is needed */
+    size_t crlf_len, crlf_pos;
+    uint32_t crlf_fy, crlf_real;  /* libfyaml's and the real 0-based line at crlf_pos */
 } loader;
+
+/* The file's 0-based line for libfyaml's 0-based line fyline (see crlf_text). */
+static uint32_t real_line(loader *L, uint32_t fyline)
+{
+    if (!L->crlf_text)
+        return fyline;
+    if (fyline < L->crlf_fy) {
+        L->crlf_pos = 0;
+        L->crlf_fy = 0;
+        L->crlf_real = 0;
+    }
+    while (L->crlf_fy < fyline && L->crlf_pos < L->crlf_len) {
+        char c = L->crlf_text[L->crlf_pos++];
+        if (c == '\r' || c == '\n')
+            L->crlf_fy++;
+        if (c == '\n' || (c == '\r' && (L->crlf_pos >= L->crlf_len || L->crlf_text[L->crlf_pos] != '\n')))
+            L->crlf_real++;
+    }
+    return L->crlf_real;
+}
 
 static void load_error(loader *L, uint32_t line, uint32_t col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -154,7 +182,7 @@ static struct fy_event *next_event(loader *L)
 static void mark_of(loader *L, struct fy_event *ev, uint32_t *line, uint32_t *col)
 {
     const struct fy_mark *m = fy_event_start_mark(ev);
-    *line = m ? (uint32_t)m->line + 1 + L->line_off : 0;
+    *line = m ? real_line(L, (uint32_t)m->line) + 1 + L->line_off : 0;
     *col = m ? (uint32_t)m->column + 1 : 0;
 }
 
@@ -568,12 +596,13 @@ static uint32_t report_parse_errors(loader *L)
     while ((err = fy_diag_errors_iterate(L->fyd, &iter)) != NULL) {
         if (err->type < FYET_ERROR)
             continue;
-        uint32_t line = (uint32_t)(err->line + 1);
+        /* libfyaml reports errors 1-based (its event marks are 0-based). */
+        uint32_t line = real_line(L, err->line > 1 ? (uint32_t)err->line - 1 : 0) + 1;
         if (!any)
             first = line;
         if (!any)
-            load_error(L, line + L->line_off, (uint32_t)err->column + 1, "syntax error: %s",
-                       err->msg ? err->msg : "malformed input");
+            load_error(L, line + L->line_off, err->column > 0 ? (uint32_t)err->column : 1,
+                       "syntax error: %s", err->msg ? err->msg : "malformed input");
         any = true;
     }
     if (!any)
@@ -611,6 +640,11 @@ static void load_buffer(loader *L, const char *buf, size_t len, bool json)
         L->doc_line = 0;
         fy_parser_set_string(L->fyp, buf + off, len - off);
         L->window = off;
+        L->crlf_text = json && memchr(buf + off, '\r', len - off) ? buf + off : NULL;
+        L->crlf_len = len - off;
+        L->crlf_pos = 0;
+        L->crlf_fy = 0;
+        L->crlf_real = 0;
         L->last_pos = 0;
         for (;;) {
             struct fy_event *ev = next_event(L);

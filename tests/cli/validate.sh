@@ -83,5 +83,21 @@ out=$("$TALLY" validate examples/cluster/nodes.json 2>/dev/null | wc -c)
 pipe=$(cat examples/cluster/nodes.json | "$TALLY" validate /dev/stdin 2>/dev/null | wc -c)
 [ "$out" -eq 0 ] && [ "$pipe" -eq 0 ] && ok || bad "valid JSON through a pipe printed problems"
 
+# CRLF line endings: the same line and column as with LF, for JSON (where
+# libfyaml counts a CRLF as two lines) and YAML, syntax and value errors.
+tmp=$(mktemp -d)
+printf '{\n"apiVersion": "v1",\n"kind": "Node",\n"metadata": {"name": "n1"},\n"status": {"allocatable": {\n"cpu": "12x"}}}\n' > "$tmp/value.json"
+cp tests/bad/json-trailing-comma.json "$tmp/syntax.json"
+cp tests/bad/yaml-syntax-error.yaml "$tmp/syntax.yaml"
+for f in value.json syntax.json syntax.yaml; do
+  want=$("$TALLY" validate "$tmp/$f" 2>/dev/null | sed "s|^$tmp/||")
+  sed 's/$/\r/' "$tmp/$f" > "$tmp/crlf-$f"
+  got=$("$TALLY" validate "$tmp/crlf-$f" 2>/dev/null | sed "s|^$tmp/crlf-||")
+  [ -n "$want" ] && [ "$got" == "$want" ] && ok || bad "CRLF $f: got '$got', want '$want'"
+done
+want=$("$TALLY" validate "$tmp/value.json" 2>/dev/null | cut -d: -f2,3)
+[ "$want" == "6:8" ] && ok || bad "value.json: error at $want, want 6:8"
+rm -rf "$tmp"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
