@@ -445,6 +445,24 @@ static void add_charge(tly_qcharge *sum, const tly_qcharge *c, tly_arena *a, uin
         sum->all = out;
 }
 
+/*
+** Pod p's AccountedResource lists: the ones that can charge it, and of those
+** the ones that charge without a node. A pod with DRA claims may be charged
+** by any AccountedResource and keeps dense charges (acc_sparse false).
+*/
+static void pod_lists(tly_podsched *ps, pstate *p)
+{
+    p->acc_sparse = p->res.pod->nclaims == 0;
+    if (!p->acc_sparse)
+        return;
+    p->nacc_idx = tly_acc_relevant(ps->accx, p->res.pod, &p->req, ps->a, &p->acc_idx);
+    p->job_idx = tly_arena_alloc(ps->a, (p->nacc_idx + 1) * sizeof *p->job_idx);
+    p->njob_idx = 0;
+    for (uint32_t e = 0; e < p->nacc_idx; e++)
+        if (ps->ar_unlabeled[p->acc_idx[e]])
+            p->job_idx[p->njob_idx++] = p->acc_idx[e];
+}
+
 /* What pod p charges without a node (the workload-level check and reservations). */
 static void job_charge(tly_podsched *ps, pstate *p, tly_qcharge *c)
 {
@@ -580,8 +598,23 @@ tly_podsched *tly_podsched_create(tly_store *s)
                 tly_diags_add(tly_store_diags(s), TLY_SEV_NOTE, p->meta.src.file, p->meta.src.line,
                               p->meta.src.col, "Pod",
                               tly_arena_printf(ps->a, "%s/%s", p->meta.ns, p->meta.name), "spec.nodeName",
-                              "runs on node %s, which is not in the input; its queue charges are not counted",
+                              "runs on node %s, which is not in the input; its queue is charged what does "
+                              "not depend on the node (its requests, and AccountedResources without node labels)",
                               p->node_name);
+            if (q->queue >= 0 && ni < 0) {
+                /*
+                ** The resources are in use wherever the node is: charge what
+                ** the workload-level check charges (GPU shares with the
+                ** largest node GPU memory, sources without node labels), as
+                ** the resize ledger counts every bound pod.
+                */
+                pod_lists(ps, q);
+                job_charge(ps, q, &q->charge);
+                pack_charge(ps, &q->charge);
+                tly_queues_charge(ps->qs, (uint32_t)q->queue, &q->charge, q->non_preemptible, 1);
+                q->res.charges = q->charge.acc_list;
+                q->res.ncharges = q->charge.nacc_list;
+            }
             if (q->queue >= 0 && ni >= 0) {
                 const char *problem;
                 make_charge(ps, q, ni, true, &q->charge, &problem);
@@ -603,14 +636,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
             }
         } else {
             q->pending = true;
-            q->acc_sparse = p->nclaims == 0;
-            if (q->acc_sparse) {
-                q->nacc_idx = tly_acc_relevant(ps->accx, p, &q->req, ps->a, &q->acc_idx);
-                q->job_idx = tly_arena_alloc(ps->a, (q->nacc_idx + 1) * sizeof *q->job_idx);
-                for (uint32_t e = 0; e < q->nacc_idx; e++)
-                    if (ps->ar_unlabeled[q->acc_idx[e]])
-                        q->job_idx[q->njob_idx++] = q->acc_idx[e];
-            }
+            pod_lists(ps, q);
         }
     }
     /* Node classes by (GPU memory, AccountedResource match row). */

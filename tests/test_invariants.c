@@ -12,7 +12,9 @@
 **      three KAI dimensions and every AccountedResource's used equal the sum
 **      over the Running and Bound pods of its subtree, each pod's charge
 **      recomputed from tly_podreq_compute, the node's GPU memory and
-**      tly_accounted_charges (the pod's own `accounted` too);
+**      tly_accounted_charges (the pod's own `accounted` too); a Running pod
+**      on a node the input lacks is charged the node-independent part (the
+**      largest node GPU memory, tly_accounted_charges_job);
 **   P2 limits: for every queue, finite spec.resources limit, quota (for
 **      allocatedNonPreemptible) and AccountedResource limit, the final usage
 **      is at most max(bound, the usage of the Running pods alone);
@@ -1037,6 +1039,11 @@ static bool check_pods(tly_store *s, tly_podsched *ps, tly_arena *a)
     bool ok = true;
     tly_qty *charge = tly_arena_zalloc(a, (nacc + 1) * sizeof(tly_qty));
     const tly_podgroup **pgof = tly_arena_zalloc(a, (np + 1) * sizeof *pgof);
+    uint64_t max_mem = 0;
+    for (uint32_t k = 0; k < tly_store_count(s, TLY_K_NODE); k++) {
+        uint64_t m = tly_node_gpu_memory_mib(tly_store_at(s, TLY_K_NODE, k));
+        max_mem = m > max_mem ? m : max_mem;
+    }
 
     /* P1 (collect) and P3's per-pod part. */
     for (uint32_t i = 0; i < np && ok; i++) {
@@ -1072,14 +1079,17 @@ static bool check_pods(tly_store *s, tly_podsched *ps, tly_arena *a)
                 break;
             }
         }
-        bool charged = (running || bound) && node && qi >= 0;
+        bool charged = ((running && r->node) || (bound && node)) && qi >= 0;
         memset(charge, 0, (nacc + 1) * sizeof(tly_qty));
         if (charged) {
             tly_podreq req;
             tly_podreq_compute(p, sharing, names, a, &req);
-            uint64_t mem = tly_node_gpu_memory_mib(node);
+            uint64_t mem = node ? tly_node_gpu_memory_mib(node) : max_mem;
             uint64_t h = tly_podreq_gpu_hundredths(&req, mem);
-            tly_accounted_charges(qs, p, &req, node, mem, charge, NULL, a);
+            if (node)
+                tly_accounted_charges(qs, p, &req, node, mem, charge, NULL, a);
+            else
+                tly_accounted_charges_job(qs, p, &req, mem, NULL, 0, charge, a);
             bool npre = non_preemptible(s, p, pgof[i]);
             tly_qty d[TLY_QR_COUNT] = {tly_rlist_get(&req.req, TLY_R_CPU, NULL),
                                        tly_rlist_get(&req.req, TLY_R_MEMORY, NULL), tly_hundredths_qty(h)};
