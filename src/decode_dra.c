@@ -118,8 +118,11 @@ static void decode_exact(tly_dctx *dx, const tly_node *m, tly_device_request *r)
     decode_selectors(dx, m, "selectors", &r->selectors, &r->nselectors);
 }
 
-/* firstAvailable: a non-empty list of subrequests {name, deviceClassName, ...}. */
-static void check_first_available(tly_dctx *dx, const tly_node *req)
+/*
+** firstAvailable: a non-empty list of subrequests {name, deviceClassName,
+** ...}, kept in r->subs in order of preference.
+*/
+static void check_first_available(tly_dctx *dx, const tly_node *req, tly_device_request *r)
 {
     const tly_node *seq = tly_dx_seq(dx, req, "firstAvailable");
     if (!seq)
@@ -129,17 +132,23 @@ static void check_first_available(tly_dctx *dx, const tly_node *req)
         return;
     }
     size_t mark = tly_dx_push(dx, "firstAvailable");
-    uint32_t i = 0;
+    tly_device_request *subs = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *subs);
+    uint32_t i = 0, n = 0;
     for (const tly_node *it = seq->kids; it; it = it->next, i++) {
         size_t imark = tly_dx_push_idx(dx, i);
         if (item_is_map(dx, it, "a subrequest")) {
-            tly_device_request scratch = {0};
-            req_nonempty(dx, it, "name", &scratch.name);
-            decode_exact(dx, it, &scratch);
+            tly_device_request *sub = &subs[n];
+            memset(sub, 0, sizeof *sub);
+            bool named = req_nonempty(dx, it, "name", &sub->name);
+            decode_exact(dx, it, sub);
+            if (named && sub->device_class)
+                n++;
         }
         tly_dx_pop(dx, imark);
     }
     tly_dx_pop(dx, mark);
+    r->subs = subs;
+    r->nsubs = n;
 }
 
 /* One spec.devices.requests[i] (the current path). */
@@ -157,7 +166,7 @@ static void decode_request(tly_dctx *dx, const tly_node *it, bool v1beta1,
             if (member(it, "deviceClassName"))
                 tly_dx_error(dx, member(it, "deviceClassName"), "deviceClassName",
                              "must not be set together with firstAvailable");
-            check_first_available(dx, it);
+            check_first_available(dx, it, r);
         } else {
             decode_exact(dx, it, r);
         }
@@ -180,7 +189,8 @@ static void decode_request(tly_dctx *dx, const tly_node *it, bool v1beta1,
         tly_dx_pop(dx, mark);
     }
     if (fa) {
-        check_first_available(dx, it);
+        tly_device_request scratch = {0};
+        check_first_available(dx, it, exactly ? &scratch : r);
         if (!exactly) {
             r->first_available = true;
             r->device_class = NULL;

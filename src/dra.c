@@ -716,12 +716,20 @@ static bool cel_match(const cel *n, const char *driver, const tly_device *dev)
 /* Indexes                                                                */
 /* ====================================================================== */
 
-/* A list of compiled selectors; err is the first one tally cannot compile. */
-typedef struct {
+/*
+** A list of compiled selectors; err is the first one tally cannot compile.
+** For a firstAvailable request, alts holds each subrequest's list (in
+** order) and err the first problem in any of them.
+*/
+typedef struct dra_sels dra_sels;
+struct dra_sels {
     cel **sel;
     uint32_t nsel;
     const char *err;
-} dra_sels;
+    dra_sels *alts;
+    uint32_t nalts;
+    const char *rname;             /* an alternative's result name, "request/subrequest" */
+};
 
 typedef struct {
     const tly_device_class *cls;
@@ -841,11 +849,24 @@ static void compile_spec(tly_dra *d, const tly_meta *m, const tly_claim_spec *sp
         const tly_device_request *rq = &spec->requests[r];
         const char *what = tly_arena_printf(d->a, "%s %s/%s request %s", tly_kind_name(m->kind),
                                             m->ns ? m->ns : "", m->name, rq->name ? rq->name : "?");
-        if (rq->first_available)
-            out->reqs[r].err = tly_arena_printf(
-                d->a, "%s uses firstAvailable, which tally does not evaluate", what);
-        else
+        if (!rq->first_available) {
             compile_sels(d, rq->selectors, rq->nselectors, what, &out->reqs[r]);
+            continue;
+        }
+        dra_sels *ds = &out->reqs[r];
+        if (rq->nsubs == 0) {
+            ds->err = tly_arena_printf(d->a, "%s has no usable firstAvailable subrequest", what);
+            continue;
+        }
+        ds->alts = tly_arena_zalloc(d->a, rq->nsubs * sizeof *ds->alts);
+        ds->nalts = rq->nsubs;
+        for (uint32_t k = 0; k < rq->nsubs; k++) {
+            const char *swhat = tly_arena_printf(d->a, "%s/%s", what, rq->subs[k].name);
+            compile_sels(d, rq->subs[k].selectors, rq->subs[k].nselectors, swhat, &ds->alts[k]);
+            ds->alts[k].rname = tly_arena_printf(d->a, "%s/%s", rq->name, rq->subs[k].name);
+            if (ds->alts[k].err && !ds->err)
+                ds->err = ds->alts[k].err;
+        }
     }
 }
 
@@ -1104,9 +1125,15 @@ static const char *result_class(const tly_claim_spec *spec, const char *request)
         return NULL;
     size_t len = strcspn(request, "/");
     for (uint32_t r = 0; r < spec->nrequests; r++) {
-        const char *n = spec->requests[r].name;
-        if (n && strlen(n) == len && memcmp(n, request, len) == 0)
-            return spec->requests[r].device_class;
+        const tly_device_request *rq = &spec->requests[r];
+        if (!rq->name || strlen(rq->name) != len || memcmp(rq->name, request, len) != 0)
+            continue;
+        if (!rq->first_available || request[len] != '/')
+            return rq->device_class;
+        for (uint32_t k = 0; k < rq->nsubs; k++)  /* "req/sub": the subrequest's class */
+            if (strcmp(rq->subs[k].name, request + len + 1) == 0)
+                return rq->subs[k].device_class;
+        return NULL;
     }
     return NULL;
 }
@@ -1164,22 +1191,85 @@ static int check_spec(tly_dra *d, const tly_dra_claim_choice *e, const dra_spec 
                 *why = ds->reqs[r].err;
             return -1;
         }
-        const dra_class *cl = find_class(d, rq->device_class);
-        if (!cl) {
-            if (!*missing)
-                snprintf(miss, cap, "DeviceClass %s of ResourceClaim %s/%s does not exist",
-                         rq->device_class ? rq->device_class : "?", e->ns, e->name);
-            *missing = true;
-        } else if (cl->sels.err) {
-            if (why)
-                *why = cl->sels.err;
-            return -1;
+        /* Every class a request (or any of its subrequests) names must exist. */
+        uint32_t nalt = rq->first_available ? rq->nsubs : 1;
+        for (uint32_t k = 0; k < nalt; k++) {
+            const char *cname = rq->first_available ? rq->subs[k].device_class : rq->device_class;
+            const dra_class *cl = find_class(d, cname);
+            if (!cl) {
+                if (!*missing)
+                    snprintf(miss, cap, "DeviceClass %s of ResourceClaim %s/%s does not exist",
+                             cname ? cname : "?", e->ns, e->name);
+                *missing = true;
+            } else if (cl->sels.err) {
+                if (why)
+                    *why = cl->sels.err;
+                return -1;
+            }
         }
     }
     return 1;
 }
 
-/* Chooses devices on `node` for every request of the claim entry e. */
+/*
+** Chooses devices on `node` (list[0..nlist)) for one request, or one
+** subrequest of a firstAvailable request: rq is its exact part, sels its
+** compiled selectors, name what allocation results call it ("req" or
+** "req/sub"). 1 when it is satisfied, else 0 with *why.
+*/
+static int allocate_one(tly_dra *d, tly_dra_claim_choice *e, const tly_device_request *rq,
+                        const dra_sels *sels, const char *name, const uint32_t *list,
+                        uint32_t nlist, const char *node, tly_dra_choice *c, const char **why)
+{
+    const dra_class *cl = find_class(d, rq->device_class);
+    if (!cl)  /* check_spec() reported it; kept for safety */
+        return whyf(c, why, 0, "DeviceClass %s does not exist",
+                    rq->device_class ? rq->device_class : "?");
+    bool all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
+    int64_t need = all ? INT64_MAX : (rq->count > 0 ? rq->count : 1), got = 0;
+    for (uint32_t k = 0; k < nlist && got < need; k++) {
+        uint32_t gi = list[k];
+        dra_devent *de = &d->devs[gi];
+        bool busy = de->used > 0 || de->pick == d->epoch;
+        if (busy && !all)
+            continue;
+        if (!sels_match(&cl->sels, de->slice->driver, de->dev) ||
+            !sels_match(sels, de->slice->driver, de->dev))
+            continue;
+        if (busy)
+            return whyf(c, why, 0,
+                        "ResourceClaim %s/%s request %s wants all devices of class %s, but "
+                        "device %s/%s/%s is in use",
+                        e->ns, e->name, name, rq->device_class, de->slice->driver,
+                        de->slice->pool, de->dev->name);
+        de->pick = d->epoch;
+        tly_dra_dev dv = {name, rq->device_class, de->slice->driver, de->slice->pool,
+                          de->dev->name, de->dev, gi};
+        add_dev(c, e, &dv);
+        got++;
+    }
+    if (all ? got == 0 : got < need) {
+        if (all)
+            return whyf(c, why, 0,
+                        "insufficient devices of class %s (ResourceClaim %s/%s request %s "
+                        "wants all, none on node %s)",
+                        rq->device_class, e->ns, e->name, name, node ? node : "?");
+        return whyf(c, why, 0,
+                    "insufficient devices of class %s (ResourceClaim %s/%s request %s needs "
+                    "%lld, %lld free on node %s)",
+                    rq->device_class, e->ns, e->name, name, (long long)need, (long long)got,
+                    node ? node : "?");
+    }
+    return 1;
+}
+
+/*
+** Chooses devices on `node` for every request of the claim entry e. A
+** firstAvailable request takes the first of its subrequests that can be
+** satisfied there, as the Kubernetes allocator does (results name
+** "request/subrequest"); a subrequest that falls short gives back the
+** devices it had picked before the next one is tried.
+*/
 static int allocate(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds, const char *node,
                     tly_dra_choice *c, const char **why)
 {
@@ -1192,45 +1282,32 @@ static int allocate(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds, con
     }
     for (uint32_t r = 0; r < ds->spec->nrequests; r++) {
         const tly_device_request *rq = &ds->spec->requests[r];
-        const dra_class *cl = find_class(d, rq->device_class);
-        if (!cl)  /* check_spec() reported it; kept for safety */
-            return whyf(c, why, 0, "DeviceClass %s does not exist",
-                        rq->device_class ? rq->device_class : "?");
-        bool all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
-        int64_t need = all ? INT64_MAX : (rq->count > 0 ? rq->count : 1), got = 0;
-        for (uint32_t k = 0; k < nlist && got < need; k++) {
-            uint32_t gi = list[k];
-            dra_devent *de = &d->devs[gi];
-            bool busy = de->used > 0 || de->pick == d->epoch;
-            if (busy && !all)
-                continue;
-            if (!sels_match(&cl->sels, de->slice->driver, de->dev) ||
-                !sels_match(&ds->reqs[r], de->slice->driver, de->dev))
-                continue;
-            if (busy)
-                return whyf(c, why, 0,
-                            "ResourceClaim %s/%s request %s wants all devices of class %s, but "
-                            "device %s/%s/%s is in use",
-                            e->ns, e->name, rq->name, rq->device_class, de->slice->driver,
-                            de->slice->pool, de->dev->name);
-            de->pick = d->epoch;
-            tly_dra_dev dv = {rq->name, rq->device_class, de->slice->driver, de->slice->pool,
-                              de->dev->name, de->dev, gi};
-            add_dev(c, e, &dv);
-            got++;
+        if (!rq->first_available) {
+            if (!allocate_one(d, e, rq, &ds->reqs[r], rq->name, list, nlist, node, c, why))
+                return 0;
+            continue;
         }
-        if (all ? got == 0 : got < need) {
-            if (all)
-                return whyf(c, why, 0,
-                            "insufficient devices of class %s (ResourceClaim %s/%s request %s "
-                            "wants all, none on node %s)",
-                            rq->device_class, e->ns, e->name, rq->name, node ? node : "?");
+        bool done = false;
+        char first[sizeof c->why] = "";
+        for (uint32_t k = 0; k < rq->nsubs && !done; k++) {
+            uint32_t ndevs = c->ndevs, endevs = e->ndevs;
+            const dra_sels *alt = &ds->reqs[r].alts[k];
+            done = allocate_one(d, e, &rq->subs[k], alt, alt->rname, list, nlist, node, c,
+                                why) == 1;
+            if (done)
+                break;
+            if (k == 0)
+                snprintf(first, sizeof first, "%s", c->why);
+            for (uint32_t j = ndevs; j < c->ndevs; j++)
+                d->devs[c->devs[j].index].pick = 0;
+            c->ndevs = ndevs;
+            e->ndevs = endevs;
+        }
+        if (!done)
             return whyf(c, why, 0,
-                        "insufficient devices of class %s (ResourceClaim %s/%s request %s needs "
-                        "%lld, %lld free on node %s)",
-                        rq->device_class, e->ns, e->name, rq->name, (long long)need,
-                        (long long)got, node ? node : "?");
-        }
+                        "no subrequest of ResourceClaim %s/%s request %s can be satisfied on "
+                        "node %s (the first: %s)",
+                        e->ns, e->name, rq->name, node ? node : "?", first);
     }
     return 1;
 }

@@ -809,7 +809,10 @@ static int cmp_count(const void *a, const void *b)
 static char *unschedulable_message(tly_podsched *ps, tally_count *c, uint32_t nc)
 {
     qsort(c, nc, sizeof *c, cmp_count);
-    size_t cap = 128 + nc * 96, len = 0;
+    /* Room for every reason in full (a DRA reason can be long). */
+    size_t cap = 64, len = 0;
+    for (uint32_t i = 0; i < nc; i++)
+        cap += strlen(c[i].text) + 16;
     char *buf = tly_arena_alloc(ps->a, cap);
     len += (size_t)snprintf(buf, cap, "0/%u nodes are available", ps->nnodes);
     for (uint32_t i = 0; i < nc && len < cap; i++)

@@ -389,7 +389,10 @@ static void test_unsupported_claim_and_class(void **state)
          "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
          "metadata: {name: fa, namespace: team}\n"
          "spec:\n  devices:\n    requests:\n    - name: r\n      firstAvailable:\n"
-         "      - {name: a, deviceClassName: gpu.nvidia.com}\n---\n"
+         "      - {name: a, deviceClassName: gpu.nvidia.com}\n"
+         "      - name: b\n        deviceClassName: gpu.nvidia.com\n        selectors:\n"
+         "        - cel: {expression: 'device.attributes[\"gpu.nvidia.com\"].productName.startsWith(\"G\")'}\n"
+         "---\n"
          POD("p-fa", "team-a", "resourceClaimName", "fa")
          CLAIM("nocls", "no-such-class", "")
          POD("p-nocls", "team-a", "resourceClaimName", "nocls")
@@ -402,9 +405,10 @@ static void test_unsupported_claim_and_class(void **state)
                                 "method startsWith() is not supported here (column 49)"));
     assert_int_equal(tly_dra_try(D, pod("team", "p-odd"), "node-1", "team-a", &C, &why), -1);
     assert_non_null(strstr(why, "DeviceClass odd: unsupported CEL selector 'device.driver in [\"a\"]'"));
+    /* Any subrequest tally cannot evaluate makes the request unsupported (an earlier
+       one might fail at run time, and the later one would then decide). */
     assert_int_equal(tly_dra_try(D, pod("team", "p-fa"), "node-1", "team-a", &C, &why), -1);
-    assert_string_equal(why, "ResourceClaim team/fa request r uses firstAvailable, which tally does "
-                             "not evaluate");
+    assert_non_null(strstr(why, "ResourceClaim team/fa request r/b: unsupported CEL selector"));
     assert_int_equal(tly_dra_try(D, pod("team", "p-nocls"), "node-1", "team-a", &C, &why), 0);
     assert_string_equal(why, "DeviceClass no-such-class of ResourceClaim team/nocls does not exist");
     assert_int_equal(tly_dra_try(D, pod("team", "p-noclaim"), "node-1", "team-a", &C, &why), 0);
@@ -453,6 +457,43 @@ static void test_v1_and_v1beta1(void **state)
     /* a node without slices */
     assert_int_equal(tly_dra_try(D, pod("team", "p-two"), "node-9", "team-a", &C, &why), 0);
     assert_non_null(strstr(why, "insufficient devices of class gpu.nvidia.com"));
+}
+
+/*
+** firstAvailable: the first subrequest that can be satisfied on the node
+** wins, results are named "request/subrequest", and a subrequest that falls
+** short gives back what it had picked before the next one is tried.
+*/
+static void test_first_available(void **state)
+{
+    (void)state;
+    load(CLUSTER
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+         "metadata: {name: fa, namespace: team}\n"
+         "spec:\n  devices:\n    requests:\n"
+         "    - name: r\n      firstAvailable:\n"
+         "      - {name: big, deviceClassName: gpu.nvidia.com, count: 3}\n"
+         "      - {name: small, deviceClassName: gpu.nvidia.com, count: 1}\n"
+         "    - name: s\n      exactly: {deviceClassName: gpu.nvidia.com}\n---\n"
+         POD("p-fa", "team-a", "resourceClaimName", "fa"));
+    const char *why = NULL;
+    /* node-1 has 4 GPUs: big (3) and s (1) */
+    assert_int_equal(tly_dra_try(D, pod("team", "p-fa"), "node-1", "team-a", &C, &why), 1);
+    assert_string_equal(devnames(&C), "gpu-0,gpu-1,gpu-2,gpu-3");
+    assert_string_equal(C.devs[0].request, "r/big");
+    assert_string_equal(C.devs[0].device_class, "gpu.nvidia.com");
+    assert_string_equal(C.devs[3].request, "s");
+    /* node-2 has 2: big picks both and falls short, gives them back; small
+       takes gpu-0 and s takes gpu-1 */
+    assert_int_equal(tly_dra_try(D, pod("team", "p-fa"), "node-2", "team-a", &C, &why), 1);
+    assert_string_equal(devnames(&C), "gpu-0,gpu-1");
+    assert_string_equal(C.devs[0].request, "r/small");
+    assert_string_equal(C.devs[1].request, "s");
+    /* nowhere */
+    assert_int_equal(tly_dra_try(D, pod("team", "p-fa"), "node-9", "team-a", &C, &why), 0);
+    assert_non_null(strstr(why, "no subrequest of ResourceClaim team/fa request r can be satisfied "
+                                "on node node-9 (the first: insufficient devices of class "
+                                "gpu.nvidia.com"));
 }
 
 static void test_exact_count_and_all(void **state)
@@ -954,6 +995,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cel_unsupported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_claim_and_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_and_v1beta1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_available, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exact_count_and_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocated_devices_not_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocated_claim_other_node, setup, teardown),

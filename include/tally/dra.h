@@ -78,7 +78,7 @@ typedef struct {
     uint32_t nclaims, cap_claims;
     tly_dra_dev *devs;
     uint32_t ndevs, cap_devs;
-    char why[384];               /* the reason *why points to, when formatted per call */
+    char why[1024];              /* the reason *why points to, when formatted per call */
 } tly_dra_choice;
 
 tly_dra *tly_dra_create(tly_store *s);

@@ -308,7 +308,8 @@ typedef struct {
 
 /* ---- resource.k8s.io DRA ---------------------------------------------- */
 
-typedef struct {
+typedef struct tly_device_request tly_device_request;
+struct tly_device_request {
     const char *name;
     const char *device_class;
     const char *allocation_mode;   /* "ExactCount" (default) or "All" */
@@ -316,7 +317,9 @@ typedef struct {
     const char **selectors;        /* CEL expressions */
     uint32_t nselectors;
     bool first_available;          /* uses firstAvailable (prioritized list) */
-} tly_device_request;
+    tly_device_request *subs;      /* firstAvailable: the subrequests, in order of preference */
+    uint32_t nsubs;
+};
 
 typedef struct {
     const char *request, *driver, *pool, *device;
