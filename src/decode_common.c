@@ -374,12 +374,12 @@ static const char *const node_selector_ops[] = {"In", "NotIn", "Exists", "DoesNo
                                                 "Lt", NULL};
 
 static void decode_requirements(tly_dctx *dx, const tly_node *node, const char *key,
-                                const char *const *ops, tly_selector *out)
+                                const char *const *ops, tly_selreq **reqs, uint32_t *nreqs)
 {
     const tly_node *s = tly_dx_seq(dx, node, key);
     if (!s)
         return;
-    out->reqs = tly_arena_zalloc(dx->arena, (s->nkids + 1) * sizeof *out->reqs);
+    *reqs = tly_arena_zalloc(dx->arena, (s->nkids + 1) * sizeof **reqs);
     size_t mark = tly_dx_push(dx, key);
     uint32_t i = 0;
     for (const tly_node *k = s->kids; k; k = k->next, i++) {
@@ -389,7 +389,7 @@ static void decode_requirements(tly_dctx *dx, const tly_node *node, const char *
             tly_dx_pop(dx, m2);
             continue;
         }
-        tly_selreq *r = &out->reqs[out->nreqs];
+        tly_selreq *r = &(*reqs)[*nreqs];
         bool ok = tly_dx_req_str(dx, k, "key", &r->key);
         ok = tly_dx_enum(dx, k, "operator", ops, &r->op) && ok;
         if (!tly_node_get(k, "operator"))
@@ -403,7 +403,7 @@ static void decode_requirements(tly_dctx *dx, const tly_node *node, const char *
             else if (!needs_values && r->nvalues > 0)
                 tly_dx_error(dx, k, "values", "must be empty when operator is %s", r->op);
             else
-                out->nreqs++;
+                (*nreqs)++;
         }
         tly_dx_pop(dx, m2);
     }
@@ -420,7 +420,7 @@ bool tly_dx_label_selector(tly_dctx *dx, const tly_node *node, tly_selector *out
         return false;
     }
     tly_dx_kvs(dx, node, "matchLabels", &out->match_labels);
-    decode_requirements(dx, node, "matchExpressions", selector_ops, out);
+    decode_requirements(dx, node, "matchExpressions", selector_ops, &out->reqs, &out->nreqs);
     return true;
 }
 
@@ -433,9 +433,20 @@ bool tly_dx_node_selector_term(tly_dctx *dx, const tly_node *node, tly_selector 
         tly_dx_error(dx, node, NULL, "expected a map, got %s", tly_ntype_name(node->type));
         return false;
     }
-    decode_requirements(dx, node, "matchExpressions", node_selector_ops, out);
+    decode_requirements(dx, node, "matchExpressions", node_selector_ops, &out->reqs, &out->nreqs);
+    /* matchFields: Kubernetes supports metadata.name only, with In or NotIn. */
+    static const char *const field_ops[] = {"In", "NotIn", NULL};
+    decode_requirements(dx, node, "matchFields", field_ops, &out->fields, &out->nfields);
     const tly_node *f = tly_node_get(node, "matchFields");
     out->has_fields = f && f->type == TLY_N_SEQ && f->nkids > 0;
+    for (uint32_t i = 0; i < out->nfields; i++)
+        if (strcmp(out->fields[i].key, "metadata.name") != 0) {
+            size_t mark = tly_dx_push(dx, "matchFields");
+            tly_dx_push_idx(dx, i);
+            tly_dx_error(dx, node, "key", "\"%s\" is not a supported field (only metadata.name)",
+                         out->fields[i].key);
+            tly_dx_pop(dx, mark);
+        }
     return true;
 }
 

@@ -435,6 +435,29 @@ void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_s
     if (out->node_name && out->node_name[0] == '\0')
         out->node_name = NULL;
     tly_dx_bool(dx, spec, "allNodes", &out->all_nodes);
+    const tly_node *nsel = tly_dx_map(dx, spec, "nodeSelector");
+    if (nsel) {
+        /* A NodeSelector: devices reachable from the nodes its terms select. */
+        out->has_node_selector = true;
+        size_t nmark = tly_dx_push(dx, "nodeSelector");
+        const tly_node *terms = tly_dx_seq(dx, nsel, "nodeSelectorTerms");
+        if (!terms || terms->nkids == 0)
+            tly_dx_error(dx, terms ? terms : nsel, "nodeSelectorTerms",
+                         "must have at least one node selector term");
+        if (terms && terms->nkids > 0) {
+            out->node_terms = tly_arena_zalloc(dx->arena, terms->nkids * sizeof *out->node_terms);
+            size_t tmark = tly_dx_push(dx, "nodeSelectorTerms");
+            uint32_t i = 0;
+            for (const tly_node *it = terms->kids; it; it = it->next, i++) {
+                size_t imark = tly_dx_push_idx(dx, i);
+                if (tly_dx_node_selector_term(dx, it, &out->node_terms[out->nnode_terms]))
+                    out->nnode_terms++;
+                tly_dx_pop(dx, imark);
+            }
+            tly_dx_pop(dx, tmark);
+        }
+        tly_dx_pop(dx, nmark);
+    }
 
     const tly_node *seq = tly_dx_seq(dx, spec, "devices");
     if (seq && seq->nkids > 0) {

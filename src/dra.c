@@ -72,6 +72,7 @@
 #include "tally/accounted.h"
 #include "tally/arena.h"
 #include "tally/error.h"
+#include "tally/nodefit.h"
 
 #define NONE UINT32_MAX
 
@@ -780,6 +781,8 @@ struct tly_dra {
     uint32_t nnodes;
     tly_strmap nodemap;            /* node name -> index + 1 */
     uint32_t *alldevs;             /* allNodes devices, for nodes without slices */
+    uint32_t *seldevs;             /* devices of slices with a nodeSelector */
+    uint32_t nsel;
     uint32_t nall;
     dra_class *classes;
     uint32_t nclasses;
@@ -916,6 +919,7 @@ static void index_slices(tly_dra *d)
     }
     d->devs = tly_xcalloc(total ? total : 1, sizeof *d->devs);
     d->alldevs = tly_xcalloc(total ? total : 1, sizeof *d->alldevs);
+    d->seldevs = tly_xcalloc(total ? total : 1, sizeof *d->seldevs);
     const tly_device **sorted = tly_xcalloc(1, sizeof *sorted);
     for (uint32_t i = 0; i < ns; i++) {
         const tly_resource_slice *sl = tly_store_at(d->s, TLY_K_RESOURCE_SLICE, i);
@@ -942,6 +946,8 @@ static void index_slices(tly_dra *d)
                 d->alldevs[d->nall++] = gi;
                 for (uint32_t j = 0; j < d->nnodes; j++)
                     node_push(&d->nodes[j], gi);
+            } else if (sl->has_node_selector) {
+                d->seldevs[d->nsel++] = gi;
             }
         }
     }
@@ -1045,6 +1051,7 @@ void tly_dra_destroy(tly_dra *d)
     free(d->classes);
     free(d->devs);
     free(d->alldevs);
+    free(d->seldevs);
     tly_strmap_free(&d->devkey);
     tly_strmap_free(&d->nodemap);
     tly_strmap_free(&d->classmap);
@@ -1151,6 +1158,18 @@ static int whyf(tly_dra_choice *c, const char **why, int rc, const char *fmt, ..
     return rc;
 }
 
+/* Whether a nodeSelector slice's devices are reachable from `node` (its terms are ORed). */
+static bool slice_selects(const tly_dra *d, const tly_resource_slice *sl, const char *node)
+{
+    const tly_k8s_node *n = node ? tly_store_find(d->s, TLY_K_NODE, NULL, node) : NULL;
+    if (!n)
+        return false;
+    for (uint32_t i = 0; i < sl->nnode_terms; i++)
+        if (tly_node_term_matches(&sl->node_terms[i], n))
+            return true;
+    return false;
+}
+
 /* Whether the slice of device gi is published for `node`. */
 static bool dev_on_node(const tly_dra *d, uint32_t gi, const char *node)
 {
@@ -1159,7 +1178,9 @@ static bool dev_on_node(const tly_dra *d, uint32_t gi, const char *node)
         return true;
     if (sl->node_name)
         return node && strcmp(sl->node_name, node) == 0;
-    return true;  /* a node-selector slice: not evaluated, no constraint */
+    if (sl->has_node_selector)
+        return slice_selects(d, sl, node);
+    return true;  /* a slice that names no node at all: no constraint */
 }
 
 static const dra_class *find_class(const tly_dra *d, const char *name)
@@ -1270,6 +1291,10 @@ static int allocate_one(tly_dra *d, tly_dra_claim_choice *e, const tly_device_re
 ** "request/subrequest"); a subrequest that falls short gives back the
 ** devices it had picked before the next one is tried.
 */
+static int allocate_requests(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds,
+                             const uint32_t *list, uint32_t nlist, const char *node,
+                             tly_dra_choice *c, const char **why);
+
 static int allocate(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds, const char *node,
                     tly_dra_choice *c, const char **why)
 {
@@ -1280,6 +1305,36 @@ static int allocate(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds, con
         list = d->nodes[ni - 1].devs;
         nlist = d->nodes[ni - 1].n;
     }
+    /* Devices of nodeSelector slices that select this node come after the node's own. */
+    uint32_t *merged = NULL;
+    if (d->nsel) {
+        merged = tly_xmalloc((nlist + d->nsel) * sizeof *merged);
+        memcpy(merged, list, nlist * sizeof *merged);
+        const tly_resource_slice *last = NULL;
+        bool sel = false;
+        uint32_t n = nlist;
+        for (uint32_t k = 0; k < d->nsel; k++) {
+            const tly_resource_slice *sl = d->devs[d->seldevs[k]].slice;
+            if (sl != last) {
+                sel = slice_selects(d, sl, node);
+                last = sl;
+            }
+            if (sel)
+                merged[n++] = d->seldevs[k];
+        }
+        list = merged;
+        nlist = n;
+    }
+    int rc = allocate_requests(d, e, ds, list, nlist, node, c, why);
+    free(merged);
+    return rc;
+}
+
+/* allocate() over the devices list[0..nlist) reachable from `node`. */
+static int allocate_requests(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds,
+                             const uint32_t *list, uint32_t nlist, const char *node,
+                             tly_dra_choice *c, const char **why)
+{
     for (uint32_t r = 0; r < ds->spec->nrequests; r++) {
         const tly_device_request *rq = &ds->spec->requests[r];
         if (!rq->first_available) {

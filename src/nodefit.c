@@ -48,20 +48,26 @@ static bool node_selector_matches(const tly_pod *p, const tly_k8s_node *n)
 /*
 ** One nodeSelectorTerm. Kubernetes: an empty term selects no node (unlike
 ** an empty label selector, which selects everything), so a term without
-** requirements never matches.
-**
-** matchFields: the decoder only records that a term uses matchFields, not
-** the fields themselves, so such a term cannot be evaluated here. It is
-** treated as never matching: refusing a node is the safe side (a pod pinned
-** to a node by matchFields, such as a DaemonSet pod, is already bound and
-** is not placed by tally), while accepting would ignore the pin entirely.
+** requirements never matches. matchExpressions test the node's labels;
+** matchFields the node's name (metadata.name, the only field Kubernetes
+** supports; any other key never matches).
 */
-static bool affinity_term_matches(const tly_selector *term, const tly_k8s_node *n)
+bool tly_node_term_matches(const tly_selector *term, const tly_k8s_node *n)
 {
-    if (term->has_fields)
+    if (term->nreqs == 0 && term->match_labels.n == 0 && term->nfields == 0)
         return false;
-    if (term->nreqs == 0 && term->match_labels.n == 0)
-        return false;
+    if (term->has_fields && term->nfields == 0)
+        return false;  /* matchFields that could not be read: refuse (the safe side) */
+    for (uint32_t i = 0; i < term->nfields; i++) {
+        const tly_selreq *f = &term->fields[i];
+        if (strcmp(f->key, "metadata.name") != 0)
+            return false;
+        bool in = false;
+        for (uint32_t v = 0; v < f->nvalues; v++)
+            in = in || (n->meta.name && strcmp(f->values[v], n->meta.name) == 0);
+        if (in != (strcmp(f->op, "In") == 0))
+            return false;
+    }
     return tly_selector_matches(term, &n->meta.labels);
 }
 
@@ -71,7 +77,7 @@ static bool node_affinity_matches(const tly_pod *p, const tly_k8s_node *n)
         return true;
     /* Terms are ORed. */
     for (uint32_t i = 0; i < p->nnode_affinity_required; i++)
-        if (affinity_term_matches(&p->node_affinity_required[i], n))
+        if (tly_node_term_matches(&p->node_affinity_required[i], n))
             return true;
     return false;
 }

@@ -496,6 +496,45 @@ static void test_first_available(void **state)
                                 "gpu.nvidia.com"));
 }
 
+/*
+** A ResourceSlice with spec.nodeSelector (devices reachable from several
+** nodes, such as a fabric): offered on the nodes its terms select, after
+** the node's own devices, by label or by metadata.name.
+*/
+static void test_node_selector_slice(void **state)
+{
+    (void)state;
+    load(CLUSTER
+         "apiVersion: v1\nkind: Node\nmetadata: {name: node-1, labels: {rack: r1}}\n---\n"
+         "apiVersion: v1\nkind: Node\nmetadata: {name: node-2, labels: {rack: r2}}\n---\n"
+         "apiVersion: v1\nkind: Node\nmetadata: {name: node-3, labels: {rack: r1}}\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: fabric}\n"
+         "spec:\n  driver: nic.example.com\n  pool: {name: fabric, generation: 1, resourceSliceCount: 1}\n"
+         "  nodeSelector:\n    nodeSelectorTerms:\n"
+         "    - matchExpressions: [{key: rack, operator: In, values: [r1]}]\n"
+         "    - matchFields: [{key: metadata.name, operator: In, values: [node-2]}]\n"
+         "  devices:\n  - name: link-0\n  - name: link-1\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: r2-only}\n"
+         "spec:\n  driver: nic.example.com\n  pool: {name: r2, generation: 1, resourceSliceCount: 1}\n"
+         "  nodeSelector:\n    nodeSelectorTerms:\n"
+         "    - matchExpressions: [{key: rack, operator: In, values: [r2]}]\n"
+         "  devices:\n  - name: r2-link\n---\n"
+         CLAIM("two-nics", "nic.example.com", "        count: 2\n")
+         POD("p-nics", "team-a", "resourceClaimName", "two-nics"));
+    const char *why = NULL;
+    /* node-1: its own nic-0, then the fabric (rack r1) */
+    assert_int_equal(tly_dra_try(D, pod("team", "p-nics"), "node-1", "team-a", &C, &why), 1);
+    assert_string_equal(devnames(&C), "nic-0,link-0");
+    /* node-3: no slice of its own, the fabric by label */
+    assert_int_equal(tly_dra_try(D, pod("team", "p-nics"), "node-3", "team-a", &C, &why), 1);
+    assert_string_equal(devnames(&C), "link-0,link-1");
+    /* node-2: the fabric by name, and r2-only by label */
+    assert_int_equal(tly_dra_try(D, pod("team", "p-nics"), "node-2", "team-a", &C, &why), 1);
+    assert_string_equal(devnames(&C), "link-0,link-1");
+    /* node-9 is not a Node: selector slices are not offered there */
+    assert_int_equal(tly_dra_try(D, pod("team", "p-nics"), "node-9", "team-a", &C, &why), 0);
+}
+
 static void test_exact_count_and_all(void **state)
 {
     (void)state;
@@ -996,6 +1035,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unsupported_claim_and_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v1_and_v1beta1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_available, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_selector_slice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exact_count_and_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocated_devices_not_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocated_claim_other_node, setup, teardown),

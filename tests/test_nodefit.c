@@ -247,18 +247,28 @@ static void test_node_selector_is_checked_before_affinity(void **state)
     assert_int_equal(fit(y), TLY_FIT_NODE_SELECTOR);
 }
 
-static void test_affinity_term_with_match_fields_never_matches(void **state)
+static void test_affinity_term_with_match_fields_tests_the_node_name(void **state)
 {
     (void)state;
-    /* matchFields are not kept by the decoder, so the term cannot match. */
-    const char *y = READY_NODE("  labels: {gpu: h100}\n", "")
-        POD("  affinity:\n"
-            "    nodeAffinity:\n"
-            "      requiredDuringSchedulingIgnoredDuringExecution:\n"
-            "        nodeSelectorTerms:\n"
-            "        - matchFields:\n"
-            "          - {key: metadata.name, operator: In, values: [n]}\n");
-    assert_int_equal(fit(y), TLY_FIT_NODE_AFFINITY);
+    /* matchFields: metadata.name In / NotIn, ANDed with the term's expressions. */
+#define FIELDS_POD(op, name, extra)                                                \
+    POD("  affinity:\n"                                                             \
+        "    nodeAffinity:\n"                                                       \
+        "      requiredDuringSchedulingIgnoredDuringExecution:\n"                   \
+        "        nodeSelectorTerms:\n"                                              \
+        "        - matchFields:\n"                                                  \
+        "          - {key: metadata.name, operator: " op ", values: [" name "]}\n" extra)
+    const char *in_n = READY_NODE("  labels: {gpu: h100}\n", "") FIELDS_POD("In", "n", "");
+    assert_int_equal(fit(in_n), TLY_FIT_OK);
+    const char *in_other = READY_NODE("  labels: {gpu: h100}\n", "") FIELDS_POD("In", "other", "");
+    assert_int_equal(fit(in_other), TLY_FIT_NODE_AFFINITY);
+    const char *notin_n = READY_NODE("  labels: {gpu: h100}\n", "") FIELDS_POD("NotIn", "n", "");
+    assert_int_equal(fit(notin_n), TLY_FIT_NODE_AFFINITY);
+    const char *and_labels = READY_NODE("  labels: {gpu: h100}\n", "")
+        FIELDS_POD("In", "n", "          matchExpressions:\n"
+                              "          - {key: gpu, operator: In, values: [a100]}\n");
+    assert_int_equal(fit(and_labels), TLY_FIT_NODE_AFFINITY);
+#undef FIELDS_POD
 }
 
 #define GPU_TAINT "  taints:\n  - {key: nvidia.com/gpu, value: present, effect: NoSchedule}\n"
@@ -710,7 +720,7 @@ int main(void)
         cmocka_unit_test(test_node_selector_every_pair_must_match),
         cmocka_unit_test(test_node_affinity_terms_are_ored),
         cmocka_unit_test(test_node_selector_is_checked_before_affinity),
-        cmocka_unit_test(test_affinity_term_with_match_fields_never_matches),
+        cmocka_unit_test(test_affinity_term_with_match_fields_tests_the_node_name),
         cmocka_unit_test(test_untolerated_no_schedule_taint_repels),
         cmocka_unit_test(test_no_execute_taint_repels_too),
         cmocka_unit_test(test_prefer_no_schedule_taint_is_ignored),

@@ -37,6 +37,9 @@ typedef enum {
 } tly_fit_result;
 
 /* The static predicates; *taint (may be NULL) is the first untolerated taint. */
+/* Whether node n satisfies one nodeSelectorTerm (labels and metadata.name). */
+bool tly_node_term_matches(const tly_selector *term, const tly_k8s_node *n);
+
 tly_fit_result tly_nodefit_static(const tly_pod *p, const tly_k8s_node *n, const tly_taint **taint);
 /* "node(s) were unschedulable", "node(s) didn't match Pod's node affinity/selector", ... */
 const char *tly_fit_result_text(tly_fit_result r);

@@ -103,7 +103,9 @@ typedef struct {
     tly_selreq *reqs;      /* matchExpressions, ANDed */
     uint32_t nreqs;
     tly_kvs match_labels;  /* label selectors only */
-    bool has_fields;       /* node terms with matchFields (not evaluated) */
+    tly_selreq *fields;    /* node terms: matchFields (key metadata.name, In / NotIn), ANDed */
+    uint32_t nfields;
+    bool has_fields;       /* node terms with matchFields */
 } tly_selector;
 
 /*
@@ -380,6 +382,9 @@ typedef struct {
     const char *pool;
     const char *node_name;         /* NULL when allNodes or a node selector */
     bool all_nodes;
+    tly_selector *node_terms;      /* spec.nodeSelector.nodeSelectorTerms, ORed */
+    uint32_t nnode_terms;
+    bool has_node_selector;
     tly_device *devices;
     uint32_t ndevices;
 } tly_resource_slice;
