@@ -137,6 +137,7 @@ static char *read_string(jreader *r, uint32_t *len)
     r->col++;
     const unsigned char *q = s;
     bool plain = true;
+    uint32_t cont = 0;  /* UTF-8 continuation bytes: not columns */
     while (q < r->end && *q != '"') {
         if (*q == '\\') {
             plain = false;
@@ -145,6 +146,7 @@ static char *read_string(jreader *r, uint32_t *len)
         }
         if (*q < 0x20)
             return NULL;  /* control characters must be escaped */
+        cont += (*q & 0xC0) == 0x80;
         q++;
     }
     if (q >= r->end)
@@ -197,9 +199,8 @@ static char *read_string(jreader *r, uint32_t *len)
         return NULL;
     out[n] = '\0';
     *len = (uint32_t)n;
-    step(r, raw);
-    r->p++;  /* the closing quote */
-    r->col++;
+    r->p = q + 1;  /* past the closing quote; no line breaks inside */
+    r->col += (uint32_t)(raw - cont) + 1;
     return out;
 }
 
