@@ -338,7 +338,13 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
 
     /* Runtime Pods: every Pod with a `runtime` label. */
     uint32_t np = tly_store_count(s, TLY_K_POD);
-    rs->pods = tly_xcalloc(np + 1, sizeof *rs->pods);
+    uint32_t nrt = 0;  /* size for the Runtime Pods only: most Pods of a dump are not */
+    for (uint32_t i = 0; i < np; i++) {
+        const char *rt = tly_kvs_get(&((const tly_pod *)tly_store_at(s, TLY_K_POD, i))->meta.labels,
+                                     "runtime");
+        nrt += rt && *rt;
+    }
+    rs->pods = tly_xcalloc(nrt + 1, sizeof *rs->pods);
     for (uint32_t i = 0; i < np; i++) {
         const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
         const char *rt = tly_kvs_get(&p->meta.labels, "runtime");
