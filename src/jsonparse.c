@@ -28,6 +28,7 @@
 */
 #include <string.h>
 
+#include "strmap.h"
 #include "tally/node.h"
 #include "tally/store.h"
 
@@ -273,6 +274,32 @@ static int after_member(jreader *r, char close)
     return -1;
 }
 
+/*
+** Whether key is already a member of map n. A linear scan while the map is
+** small; from 16 members on, a hash set (*seen), so that a hostile review
+** with 100,000 keys in one map costs linear time, not quadratic.
+*/
+static bool repeated_key(const tly_node *n, const char *key, tly_strmap *seen, bool *hashed)
+{
+    size_t len = strlen(key);
+    if (!*hashed && n->nkids >= 16) {
+        tly_strmap_init(seen);
+        for (tly_node *k = n->kids; k; k = k->next)
+            tly_strmap_put(seen, k->key, strlen(k->key), (void *)1);
+        *hashed = true;
+    }
+    if (*hashed) {
+        if (tly_strmap_get(seen, key, len))
+            return true;
+        tly_strmap_put(seen, key, len, (void *)1);
+        return false;
+    }
+    for (tly_node *k = n->kids; k; k = k->next)
+        if (strcmp(k->key, key) == 0)
+            return true;
+    return false;
+}
+
 static tly_node *read_map(jreader *r, int depth)
 {
     tly_node *n = new_node(r, TLY_N_MAP);
@@ -285,24 +312,24 @@ static tly_node *read_map(jreader *r, int depth)
         return n;
     }
     tly_node **tail = &n->kids;
+    tly_strmap seen;
+    bool hashed = false;
+    tly_node *out = NULL;
     for (;;) {
         if (r->p >= r->end || *r->p != '"')
-            return NULL;
+            break;
         uint32_t kline = r->line, kcol = r->col, klen;
         char *key = read_string(r, &klen);
         if (!key)
-            return NULL;
+            break;
         skip_ws(r);
         if (r->p >= r->end || *r->p != ':')
-            return NULL;
+            break;
         step(r, 1);
         skip_ws(r);
         tly_node *v = read_value(r, depth + 1);
-        if (!v)
-            return NULL;
-        for (tly_node *k = n->kids; k; k = k->next)
-            if (strcmp(k->key, key) == 0)
-                return NULL;  /* a duplicate key: the loader refuses it too */
+        if (!v || repeated_key(n, key, &seen, &hashed))
+            break;  /* a duplicate key: the loader refuses it too */
         v->key = key;
         v->kline = kline;
         v->kcol = kcol;
@@ -310,9 +337,14 @@ static tly_node *read_map(jreader *r, int depth)
         tail = &v->next;
         n->nkids++;
         int more = after_member(r, '}');
-        if (more <= 0)
-            return more == 0 ? n : NULL;
+        if (more <= 0) {
+            out = more == 0 ? n : NULL;
+            break;
+        }
     }
+    if (hashed)
+        tly_strmap_free(&seen);
+    return out;
 }
 
 static tly_node *read_seq(jreader *r, int depth)

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "strmap.h"
 #include "tally/decode.h"
 #include "tally/error.h"
 
@@ -295,10 +296,17 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
         tly_node *n = new_node(L, a, ev, TLY_N_MAP);
         fy_parser_event_free(L->fyp, ev);
         tly_node **tail = &n->kids;
+        /* Duplicate keys: a linear scan while the map is small, then a hash
+           set, so a map with 100,000 keys is not quadratic. */
+        tly_strmap seen;
+        bool hashed = false;
+        tly_node *out = n;
         for (;;) {
             struct fy_event *kev = next_event(L);
-            if (!kev)
-                return NULL;
+            if (!kev) {
+                out = NULL;
+                break;
+            }
             if (kev->type == FYET_MAPPING_END) {
                 fy_parser_event_free(L->fyp, kev);
                 break;
@@ -314,24 +322,41 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
                 fy_parser_event_free(L->fyp, kev);
             } else {
                 load_error(L, kline, kcol, "map keys must be strings");
-                if (!build(L, a, kev, depth + 1))
-                    return NULL;
+                if (!build(L, a, kev, depth + 1)) {
+                    out = NULL;
+                    break;
+                }
             }
             struct fy_event *vev = next_event(L);
-            if (!vev)
-                return NULL;
-            tly_node *v = build(L, a, vev, depth + 1);
-            if (!v)
-                return NULL;
+            tly_node *v = vev ? build(L, a, vev, depth + 1) : NULL;
+            if (!v) {
+                out = NULL;
+                break;
+            }
             if (!key)
                 continue;
-            if (!L->skipping)
-                for (tly_node *k = n->kids; k; k = k->next)
-                    if (strcmp(k->key, key) == 0) {
-                        load_error(L, kline, kcol, "duplicate key \"%s\" (first at line %u)", key,
-                                   k->kline);
-                        break;
-                    }
+            if (!L->skipping) {
+                const tly_node *first = NULL;
+                if (!hashed && n->nkids >= 16) {
+                    tly_strmap_init(&seen);
+                    for (tly_node *k = n->kids; k; k = k->next)
+                        if (!tly_strmap_get(&seen, k->key, strlen(k->key)))
+                            tly_strmap_put(&seen, k->key, strlen(k->key), k);
+                    hashed = true;
+                }
+                if (hashed) {
+                    first = tly_strmap_get(&seen, key, strlen(key));
+                    if (!first)
+                        tly_strmap_put(&seen, key, strlen(key), v);
+                } else {
+                    for (tly_node *k = n->kids; k && !first; k = k->next)
+                        if (strcmp(k->key, key) == 0)
+                            first = k;
+                }
+                if (first)
+                    load_error(L, kline, kcol, "duplicate key \"%s\" (first at line %u)", key,
+                               first->kline);
+            }
             v->key = key;
             v->kline = kline;
             v->kcol = kcol;
@@ -339,7 +364,9 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
             tail = &v->next;
             n->nkids++;
         }
-        return n;
+        if (hashed)
+            tly_strmap_free(&seen);
+        return out;
     }
     case FYET_SEQUENCE_START: {
         tly_node *n = new_node(L, a, ev, TLY_N_SEQ);
