@@ -19,74 +19,17 @@
 
 #include "tally/node.h"
 
-/*
-** libfyaml (0.7.12, JSON mode) counts a CRLF as two line breaks; the native
-** reader counts one, as editors do. Lines are compared only without CR.
-*/
-static bool g_cr;
+#include "jsondiff.h"
+
 /* Inputs libfyaml accepted only with tabs between tokens made spaces. */
 static unsigned g_tabs;
 
-/* true when equal, else why says where they differ. */
-static bool same_tree(const tly_node *a, const tly_node *b, char *why, size_t len)
-{
-    if (a->type != b->type || a->bval != b->bval || (!g_cr && a->line != b->line) ||
-        a->col != b->col ||
-        a->nkids != b->nkids || a->len != b->len || (!a->str) != (!b->str) ||
-        (a->str && memcmp(a->str, b->str, a->len) != 0) || (!a->key) != (!b->key) ||
-        (a->key && (strcmp(a->key, b->key) != 0 || (!g_cr && a->kline != b->kline) ||
-                    a->kcol != b->kcol))) {
-        snprintf(why, len,
-                 "node at %u:%u (key %s): type %d/%d str \"%s\"/\"%s\" pos %u:%u/%u:%u key pos %u:%u/%u:%u",
-                 a->line, a->col, a->key ? a->key : "-", a->type, b->type, a->str ? a->str : "-",
-                 b->str ? b->str : "-", a->line, a->col, b->line, b->col, a->kline, a->kcol, b->kline,
-                 b->kcol);
-        return false;
-    }
-    const tly_node *x = a->kids, *y = b->kids;
-    for (; x && y; x = x->next, y = y->next)
-        if (!same_tree(x, y, why, len))
-            return false;
-    return x == NULL && y == NULL;
-}
-
-/* 1 both accept and agree, 0 both refuse, -1 only libfyaml accepts, -2 disagree otherwise. */
+/* jsondiff_compare(), counting the tab workarounds. */
 static int compare(const char *text, size_t len, char *why, size_t wlen)
 {
-    tly_arena *a = tly_arena_create(4096);
-    g_cr = memchr(text, '\r', len) != NULL;
-    tly_node *n = tly_parse_value(text, len, a);
-    tly_node *f = tly_parse_value_fy(text, len, a);
-    int r;
-    why[0] = '\0';
-    if (!n && !f)
-        r = 0;
-    else if (!n)
-        r = -1;
-    else if (!f) {
-        /* libfyaml refuses some tabs between tokens that JSON allows; with
-           those tabs made spaces it must accept the same tree. */
-        char *t = malloc(len + 1);
-        assert_non_null(t);
-        memcpy(t, text, len);
-        bool in = false;
-        for (size_t i = 0; i < len; i++) {
-            if (in && t[i] == '\\')
-                i++;
-            else if (t[i] == '"')
-                in = !in;
-            else if (!in && t[i] == '\t')
-                t[i] = ' ';
-        }
-        f = tly_parse_value_fy(t, len, a);
-        free(t);
-        r = f && same_tree(n, f, why, wlen) ? 1 : -2;
-        if (!f)
-            snprintf(why, wlen, "only the native reader accepts it");
-        g_tabs += r == 1;
-    } else
-        r = same_tree(n, f, why, wlen) ? 1 : -2;
-    tly_arena_destroy(a);
+    bool tabs;
+    int r = jsondiff_compare(text, len, why, wlen, &tabs);
+    g_tabs += tabs;
     return r;
 }
 
