@@ -1588,6 +1588,41 @@ static bool dev_is_gpu(const tly_dra_dev *dv)
     return tly_dra_is_gpu_name(dv->device_class) || tly_dra_is_gpu_name(dv->driver);
 }
 
+uint32_t tly_dra_job_gpus(const tly_dra *d, const tly_pod *p, const char *queue)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; p && i < p->nclaims; i++) {
+        const tly_pod_claim *pc = &p->claims[i];
+        const tly_claim_spec *spec = NULL;
+        uint32_t ci = 0;
+        if (pc->claim_name) {
+            ci = map_get(&d->claimmap, p->meta.ns, pc->claim_name, NULL);
+        } else if (pc->template_name) {
+            ci = map_get(&d->genmap, p->meta.ns, p->meta.name, pc->name);
+            uint32_t ti = map_get(&d->tmplmap, p->meta.ns, pc->template_name, NULL);
+            if (!ci && ti)
+                spec = d->tmpls[ti - 1].spec;
+        }
+        if (ci) {
+            const dra_claim *st = &d->claims[ci - 1];
+            spec = st->spec.spec;
+            if (pc->claim_name && queue) {
+                const dra_qref *q = qref((dra_claim *)st, queue, NULL);
+                if (q && q->charged > 0)
+                    continue;  /* this queue already carries the shared claim */
+            }
+        }
+        for (uint32_t r = 0; spec && r < spec->nrequests; r++) {
+            const tly_device_request *rq = &spec->requests[r];
+            if (rq->first_available || !tly_dra_is_gpu_name(rq->device_class))
+                continue;
+            bool all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
+            total += all ? 1 : (uint64_t)(rq->count > 0 ? rq->count : 1);
+        }
+    }
+    return total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+}
+
 uint32_t tly_dra_gpu_devices(const tly_dra_choice *c)
 {
     uint32_t n = 0;

@@ -476,6 +476,14 @@ static void job_charge(tly_podsched *ps, pstate *p, tly_qcharge *c)
     }
     tly_accounted_charges_job(ps->qs, p->res.pod, &p->req, ps->max_gpu_mem, c->acc_idx, c->nacc_idx,
                               c->accounted, ps->a);
+    /* KAI's workload-level check counts the GPUs the pod's DRA claims ask for. */
+    uint32_t g = p->res.pod->nclaims ? tly_dra_job_gpus(ps->dra, p->res.pod, p->res.queue) : 0;
+    if (g) {
+        tly_qty gq = tly_hundredths_qty((uint64_t)g * 100), sum;
+        tly_qty_add(c->res[TLY_QR_GPU], gq, &c->res[TLY_QR_GPU]);
+        tly_qty_add(tly_rlist_get(&c->all, TLY_R_NVIDIA_GPU, NULL), gq, &sum);
+        tly_rlist_set(&c->all, ps->a, TLY_R_NVIDIA_GPU, sum);
+    }
 }
 
 static void use_node(nstate *n, const tly_podreq *r, int sign)

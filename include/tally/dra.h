@@ -130,6 +130,16 @@ void tly_dra_undo(tly_dra *d, const tly_dra_choice *c);
 ** (KAI's rule, kai-facts 3.6).
 */
 uint32_t tly_dra_gpu_devices(const tly_dra_choice *c);
+
+/*
+** The GPUs pod p's claims ask for, counted as KAI's workload-level check
+** counts them, before any node is chosen: for each request of a GPU class
+** (tly_dra_is_gpu_name), ExactCount its count and All 1; firstAvailable
+** requests count nothing (the device is known only on a node). A claim
+** shared by name and already charged to `queue` counts once per queue, as
+** tally charges it.
+*/
+uint32_t tly_dra_job_gpus(const tly_dra *d, const tly_pod *p, const char *queue);
 /*
 ** The reserved gpu-memory charge of the choice: the `memory` capacity of
 ** each GPU device of claims with charge set (bytes, BinarySI).
