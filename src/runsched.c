@@ -1254,24 +1254,25 @@ const tly_rs_pod_result *tly_runsched_pod_at(tly_runsched *rs, uint32_t i)
     return &p->res;
 }
 
-int32_t tly_runsched_find_run(const tly_runsched *rs, const char *ns, const char *name)
+/* The index stored under key2(ns, name) in map, or -1. */
+static int32_t find_in(const tly_strmap *map, const char *ns, const char *name)
 {
     char buf[512];
     int len = snprintf(buf, sizeof buf, "%s\x1f%s", ns, name);
     if (len < 0 || (size_t)len >= sizeof buf)
         return -1;
-    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->runmap, buf, (size_t)len);
+    uintptr_t v = (uintptr_t)tly_strmap_get(map, buf, (size_t)len);
     return (int32_t)v - 1;
+}
+
+int32_t tly_runsched_find_run(const tly_runsched *rs, const char *ns, const char *name)
+{
+    return find_in(&rs->runmap, ns, name);
 }
 
 int32_t tly_runsched_find_pod(const tly_runsched *rs, const char *ns, const char *name)
 {
-    char buf[512];
-    int len = snprintf(buf, sizeof buf, "%s\x1f%s", ns, name);
-    if (len < 0 || (size_t)len >= sizeof buf)
-        return -1;
-    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->podmap, buf, (size_t)len);
-    return (int32_t)v - 1;
+    return find_in(&rs->podmap, ns, name);
 }
 
 uint64_t tly_runsched_cycles(const tly_runsched *rs) { return rs->cycles; }
