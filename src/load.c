@@ -416,42 +416,53 @@ static void decode_meta(tly_dctx *dx, const tly_node *md, tly_meta *m)
     tly_dx_pop(dx, mark);
 }
 
-/* Decodes one object's tree and adds it to the store. */
-static void handle_object(loader *L, const tly_node *root)
+/*
+** Decodes one object's tree into a typed struct allocated in env->arena
+** (strings, lists and the struct itself), interning resource names in
+** env->names and recording problems in env->diags under env->file. Returns
+** NULL when the tree is not an object tally reads (an unknown kind gets a
+** note, a malformed object an error); *errors counts the errors recorded.
+** The live state decodes each watched object this way into an arena of its
+** own; the loader into the store's arena.
+*/
+tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int *errors)
 {
-    tly_store *s = L->s;
+    tly_arena *arena = env->arena;
+    *errors = 0;
     if (root->type == TLY_N_NULL)
-        return;
+        return NULL;
     if (root->type != TLY_N_MAP) {
-        load_error(L, root->line, root->col,
-                   "expected a Kubernetes object (a map with apiVersion and kind), got %s",
-                   tly_ntype_name(root->type));
-        return;
+        (*errors)++;
+        tly_diags_add(env->diags, TLY_SEV_ERROR, env->file, root->line, root->col, NULL, NULL, NULL,
+                      "expected a Kubernetes object (a map with apiVersion and kind), got %s",
+                      tly_ntype_name(root->type));
+        return NULL;
     }
     const char *api = scalar_member(root, "apiVersion");
     const char *kind = scalar_member(root, "kind");
     if (!kind || !api) {
-        load_error(L, root->line, root->col, "object has no %s",
-                   !kind ? "kind" : "apiVersion");
-        return;
+        (*errors)++;
+        tly_diags_add(env->diags, TLY_SEV_ERROR, env->file, root->line, root->col, NULL, NULL, NULL,
+                      "object has no %s", !kind ? "kind" : "apiVersion");
+        return NULL;
     }
     const struct kind_entry *ke = find_kind(api, kind);
     const tly_node *md = tly_node_get(root, "metadata");
     const char *name = md ? scalar_member(md, "name") : NULL;
     if (!ke) {
-        tly_diags_add(s->diags, TLY_SEV_NOTE, L->file, root->line, root->col, kind, name, NULL,
+        tly_diags_add(env->diags, TLY_SEV_NOTE, env->file, root->line, root->col, kind, name, NULL,
                       "kind %s %s is not one tally reads; skipped", api, kind);
-        return;
+        return NULL;
     }
     tly_dctx dx = {
-        .arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file,
+        .arena = arena, .names = env->names, .diags = env->diags, .file = env->file,
         .kind = ke->kind, .objname = name, .root = root,
     };
     if (!md || md->type != TLY_N_MAP || !name || !*name) {
         tly_dx_error(&dx, md ? md : root, md ? "metadata.name" : "metadata",
                      "required field is missing; the object is skipped");
-        L->errors++;
-        return;
+        (*errors)++;
+        return NULL;
     }
     bool namespaced = tly_kind_namespaced(ke->k);
     const char *ns = NULL;
@@ -460,21 +471,33 @@ static void handle_object(loader *L, const tly_node *root)
         if (!ns || !*ns)
             ns = "default";  /* what kubectl apply uses without a context namespace */
     }
-    tly_meta *m = tly_arena_zalloc(s->arena, ke->size);
+    tly_meta *m = tly_arena_zalloc(arena, ke->size);
     m->kind = (uint8_t)ke->k;
-    m->api_version = tly_arena_strdup(s->arena, api);
-    m->name = tly_arena_strdup(s->arena, name);
-    m->ns = ns ? tly_arena_strdup(s->arena, ns) : NULL;
+    m->api_version = tly_arena_strdup(arena, api);
+    m->name = tly_arena_strdup(arena, name);
+    m->ns = ns ? tly_arena_strdup(arena, ns) : NULL;
     m->created = m->deleted = TLY_NO_TIME;
-    m->src.file = L->file;
+    m->src.file = env->file;
     m->src.line = root->line;
     m->src.col = root->col;
-    dx.objname = ns ? tly_arena_printf(s->arena, "%s/%s", ns, name) : m->name;
+    dx.objname = ns ? tly_arena_printf(arena, "%s/%s", ns, name) : m->name;
     decode_meta(&dx, md, m);
     ke->decode(&dx, root, m);
     m->errors = dx.errors;
-    L->errors += (int)dx.errors;
-    tly_store_add(s, ke->k, m);
+    *errors += (int)dx.errors;
+    return m;
+}
+
+/* Decodes one object's tree and adds it to the store. */
+static void handle_object(loader *L, const tly_node *root)
+{
+    tly_store *s = L->s;
+    tly_decode_env env = {.arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file};
+    int errors = 0;
+    tly_meta *m = tly_decode_object(&env, root, &errors);
+    L->errors += errors;
+    if (m)
+        tly_store_add(s, m->kind, m);
 }
 
 /* ---- documents and files ------------------------------------------------- */

@@ -43,6 +43,28 @@ typedef struct {
     uint32_t errors;         /* errors recorded for the current object */
 } tly_dctx;
 
+/*
+** Where one object is decoded to: the arena that will own the typed struct
+** and everything it points to, the resource-name interner, the diagnostics
+** and what they call the input. The loader passes the store's; the live
+** state one arena per object, so that a replaced object can be freed alone.
+*/
+typedef struct {
+    tly_arena *arena;
+    tly_names *names;
+    tly_diags *diags;
+    const char *file;        /* must outlive the object (src.file points to it) */
+} tly_decode_env;
+
+/*
+** Decodes one object's tree (load.c): metadata and the kind's decoder,
+** selected by API group and kind. NULL when the tree is not an object tally
+** reads (a note for an unknown kind, an error for a malformed one); *errors
+** counts the errors recorded. The object's errors field says whether the
+** decoder found problems in it.
+*/
+tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int *errors);
+
 /* ---- field paths -------------------------------------------------------- */
 
 /* Appends ".key" (or "key" at the root); returns the mark to pop back to. */
