@@ -9,8 +9,9 @@
 # node of major version 18 or newer and an npm are already on PATH (whatever installed them).
 set -euo pipefail
 level=${1:-build}
-# libmicrohttpd-dev: the HTTPS server of `tally serve` (its GnuTLS comes with it).
-pkgs=(build-essential cmake pkg-config libfyaml-dev libmicrohttpd-dev)
+# libmicrohttpd-dev: the HTTPS server of `tally serve` (its GnuTLS comes with it);
+# libcurl4-openssl-dev: the Kubernetes API client of the live mode (src/kube/).
+pkgs=(build-essential cmake pkg-config libfyaml-dev libmicrohttpd-dev libcurl4-openssl-dev)
 case "$level" in
   build) ;;
   test) pkgs+=(libcmocka-dev jq openssl curl nodejs npm) ;;

@@ -23,6 +23,16 @@ const char *tly_strerror(int code)
         return "no such file or object";
     case TLY_ELIMIT:
         return "input limit exceeded";
+    case TLY_ENET:
+        return "network error";
+    case TLY_EAUTH:
+        return "not authorized";
+    case TLY_ETIMEOUT:
+        return "timed out";
+    case TLY_EGONE:
+        return "expired (410 Gone)";
+    case TLY_EHTTP:
+        return "HTTP error";
     default:
         return "unknown error";
     }

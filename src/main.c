@@ -6,10 +6,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-
-#ifndef TALLY_VERSION
-#define TALLY_VERSION "0.1.0"
-#endif
+#include "tally/version.h"
 
 struct subcommand {
     const char *name;
@@ -23,6 +20,7 @@ static const struct subcommand subcommands[] = {
     {"explain", tly_cmd_explain, "explain one decision of simulate: a pod, a Run or a queue"},
     {"admit", tly_cmd_admit, "decide one AdmissionReview (stdin) against a state"},
     {"serve", tly_cmd_serve, "serve admission decisions over HTTPS (the webhook)"},
+    {"snapshot", tly_cmd_snapshot, "write every object tally reads from the API server to one file"},
     {"quantity", tly_cmd_quantity, "parse and print Kubernetes quantities"},
 };
 

@@ -28,8 +28,12 @@ tly_store *tly_store_create(void)
     s->diags = tly_diags_create();
     tly_strmap_init(&s->byname);
     pthread_mutex_init(&s->derived_mu, NULL);
+    s->clock = TLY_NO_TIME;
     return s;
 }
+
+void tly_store_set_clock(tly_store *s, int64_t t) { s->clock = t; }
+int64_t tly_store_clock(const tly_store *s) { return s->clock; }
 
 static void index_free(tly_index *ix)
 {

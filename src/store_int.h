@@ -34,6 +34,7 @@ struct tly_store {
     const char *scheduler_name;   /* flag override, or NULL */
     const char *queue_label_key;
     const tly_config *config;
+    int64_t clock;                /* tly_store_set_clock(), or TLY_NO_TIME */
     bool finished;
     tly_index pods_by_node;
     tly_index runs_by_runtime;    /* key "ns\x1fruntime" */

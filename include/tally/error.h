@@ -16,7 +16,12 @@ enum {
     TLY_ERANGE = -3,   /* the value is well formed but outside what tally represents */
     TLY_EIO = -4,      /* a file could not be opened or read */
     TLY_ENOENT = -5,   /* a named thing does not exist */
-    TLY_ELIMIT = -6    /* a documented input limit (size, depth, count) was exceeded */
+    TLY_ELIMIT = -6,   /* a documented input limit (size, depth, count) was exceeded */
+    TLY_ENET = -7,     /* a server could not be reached or the connection broke */
+    TLY_EAUTH = -8,    /* the server refused the credentials (401) or the request (403) */
+    TLY_ETIMEOUT = -9, /* nothing arrived for too long */
+    TLY_EGONE = -10,   /* 410 Gone: a resourceVersion or continue token expired */
+    TLY_EHTTP = -11    /* the server answered with another error status */
 };
 
 /* A short English description of an error code ("out of range", ...). */

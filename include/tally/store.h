@@ -98,6 +98,14 @@ tly_pod *const *tly_store_runtime_pods(const tly_store *s, const char *ns,
 */
 int64_t tly_store_newest_time(const tly_store *s);
 
+/*
+** A clock the input declares: a snapshot's top-level `now`, or the Date of
+** the first LIST of a live read. TLY_NO_TIME when none was set. Commands
+** use it before the newest time (`--now` still wins).
+*/
+void tly_store_set_clock(tly_store *s, int64_t t);
+int64_t tly_store_clock(const tly_store *s);
+
 /* The kai.scheduler/v1 Config in the input, or NULL. */
 const tly_config *tly_store_config(const tly_store *s);
 

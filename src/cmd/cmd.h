@@ -14,5 +14,6 @@ int tly_cmd_simulate(int argc, char **argv);
 int tly_cmd_admit(int argc, char **argv);
 int tly_cmd_serve(int argc, char **argv);
 int tly_cmd_explain(int argc, char **argv);
+int tly_cmd_snapshot(int argc, char **argv);
 
 #endif

@@ -23,6 +23,25 @@ tly_store *tly_cmd_load(int npaths, char **paths, const char *scheduler_name, in
     return s;
 }
 
+tly_store *tly_cmd_load_input(const char *cmd, const tly_cmd_input *in, const char *scheduler_name,
+                              int *errors)
+{
+    if (!in->live.set)
+        return tly_cmd_load(in->npaths, in->paths, scheduler_name, errors);
+    tly_store *s = tly_store_create();
+    if (scheduler_name)
+        tly_store_set_scheduler_name(s, scheduler_name);
+    int64_t clock;
+    if (tly_cmd_live_load(cmd, &in->live, s, &clock, errors)) {
+        tly_store_destroy(s);
+        return NULL;
+    }
+    if (clock != INT64_MIN)
+        tly_store_set_clock(s, clock);
+    tly_store_finish(s);
+    return s;
+}
+
 void tly_cmd_print_sev(const tly_store *s, int sev)
 {
     tly_diags *d = tly_store_diags((tly_store *)s);
@@ -33,7 +52,7 @@ void tly_cmd_print_sev(const tly_store *s, int sev)
     }
 }
 
-int tly_cmd_run_engines(const char *cmd, int npaths, char **paths, const char *scheduler_name,
+int tly_cmd_run_engines(const char *cmd, const tly_cmd_input *in, const char *scheduler_name,
                         const char *now, tly_cmd_engines *out)
 {
     out->now = 0;
@@ -43,9 +62,13 @@ int tly_cmd_run_engines(const char *cmd, int npaths, char **paths, const char *s
                         "(got '%s')\n", cmd, now);
         return 2;
     }
-    out->s = tly_cmd_load(npaths, paths, scheduler_name, &out->errors);
+    out->s = tly_cmd_load_input(cmd, in, scheduler_name, &out->errors);
+    if (!out->s)
+        return 1;
     if (!now) {
-        out->now = tly_store_newest_time(out->s);
+        out->now = tly_store_clock(out->s);
+        if (out->now == TLY_NO_TIME)
+            out->now = tly_store_newest_time(out->s);
         out->have_clock = out->now != TLY_NO_TIME;
     }
     /* Capacity annotation problems are warnings of the input itself. */

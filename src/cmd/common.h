@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "live.h"
 #include "tally/store.h"
 
 /*
@@ -17,6 +18,22 @@
 ** the Config's.
 */
 tly_store *tly_cmd_load(int npaths, char **paths, const char *scheduler_name, int *errors);
+
+/* What a command reads: PATH... or the API server (contract section 9). */
+typedef struct {
+    int npaths;
+    char **paths;
+    tly_cmd_live live;
+} tly_cmd_input;
+
+/*
+** Loads the input into a new, finished store: the paths, or one LIST of
+** every kind from the API server (its clock, the Date of the first LIST,
+** set as the store's clock). NULL after printing a fatal live error (the
+** command exits 1).
+*/
+tly_store *tly_cmd_load_input(const char *cmd, const tly_cmd_input *in, const char *scheduler_name,
+                              int *errors);
 
 /* What `simulate` and `explain` share: the input, its clock and both engines, run. */
 typedef struct tly_runsched tly_runsched;
@@ -31,11 +48,13 @@ typedef struct {
 } tly_cmd_engines;
 
 /*
-** Loads the paths, sets the clock (--now text when non-NULL, else the input's
-** newest time), runs the Run scheduler and the pod engine. Returns 0, or 2
-** after printing a usage error naming `cmd` (a bad --now).
+** Loads the input, sets the clock (--now text when non-NULL, else the
+** input's own clock: a snapshot's `now` or the live Date, else its newest
+** time), runs the Run scheduler and the pod engine. Returns 0, 2 after
+** printing a usage error naming `cmd` (a bad --now), or 1 after a fatal
+** live error.
 */
-int tly_cmd_run_engines(const char *cmd, int npaths, char **paths, const char *scheduler_name,
+int tly_cmd_run_engines(const char *cmd, const tly_cmd_input *in, const char *scheduler_name,
                         const char *now, tly_cmd_engines *out);
 void tly_cmd_engines_free(tly_cmd_engines *e);
 

@@ -18,8 +18,9 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tally explain [--now RFC3339] [--scheduler-name NAME] PATH... "
-                 "(pod NS/NAME | run NS/NAME | queue NAME)\n");
+    fprintf(out, "usage: tally explain [--now RFC3339] [--scheduler-name NAME] "
+                 "(PATH... | --kubeconfig FILE [--context NAME] | --in-cluster) "
+                 "(pod NS/NAME | run NS/NAME | queue NAME)\n\n" TLY_CMD_LIVE_HELP);
 }
 
 /* Splits "ns/name"; a bare name means the default namespace. */
@@ -39,7 +40,9 @@ static void split(char *arg, const char **ns, const char **name)
 int tly_cmd_explain(int argc, char **argv)
 {
     const char *now = NULL, *sched = NULL;
-    int i = 1;
+    tly_cmd_input in = {0};
+    tly_cmd_live_init(&in.live);
+    int i = 1, lr;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -47,6 +50,9 @@ int tly_cmd_explain(int argc, char **argv)
             return 0;
         } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched)) {
             continue;
+        } else if ((lr = tly_cmd_live_option(argc, argv, &i, "explain", &in.live)) != 0) {
+            if (lr < 0)
+                return 2;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "tally explain: unknown option '%s'\n", a);
             usage(stderr);
@@ -55,10 +61,16 @@ int tly_cmd_explain(int argc, char **argv)
             break;
         }
     }
-    if (argc - i < 3) {
+    int npaths = argc - i - 2;
+    if (npaths < 0 || (npaths == 0) == !in.live.set) {
+        if (npaths > 0)
+            fprintf(stderr, "tally explain: give PATH... or a live source (--kubeconfig, "
+                            "--context, --in-cluster), not both\n");
         usage(stderr);
         return 2;
     }
+    in.npaths = npaths;
+    in.paths = argv + i;
     const char *what = argv[argc - 2];
     char *target = argv[argc - 1];
     if (strcmp(what, "pod") && strcmp(what, "run") && strcmp(what, "queue")) {
@@ -66,8 +78,9 @@ int tly_cmd_explain(int argc, char **argv)
         return 2;
     }
     tly_cmd_engines e;
-    if (tly_cmd_run_engines("explain", argc - 2 - i, argv + i, sched, now, &e))
-        return 2;
+    int erc = tly_cmd_run_engines("explain", &in, sched, now, &e);
+    if (erc)
+        return erc;
     tly_store *s = e.s;
     tly_cmd_print_sev(s, TLY_SEV_ERROR);
     tly_runsched *rs = e.rs;

@@ -24,9 +24,10 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tally simulate [--now RFC3339] [-o table|json|html] [--scheduler-name NAME] "
-            "PATH...\n\n"
-            "Loads a cluster (kubectl get -o yaml|json dumps, example files, directories) and\n"
-            "runs tally's scheduling engine over it until nothing more can be placed.\n");
+            "(PATH... | --kubeconfig FILE [--context NAME] | --in-cluster)\n\n"
+            "Loads a cluster (kubectl get -o yaml|json dumps, example files, directories, a\n"
+            "tally snapshot, or the API server itself) and runs tally's scheduling engine over\n"
+            "it until nothing more can be placed.\n\n" TLY_CMD_LIVE_HELP);
 }
 
 static const char *qtext(tly_qty q, char *buf)
@@ -270,23 +271,29 @@ static void print_table(tly_runsched *rs, tly_names *names)
 }
 
 /* -o html: the report (report.h), titled with the command line's paths. */
-static void print_html(tly_store *s, tly_podsched *ps, tly_runsched *rs, int npaths,
-                       char **paths, int64_t now, bool have_clock)
+static void print_html(tly_store *s, tly_podsched *ps, tly_runsched *rs, const tly_cmd_input *in,
+                       int64_t now, bool have_clock)
 {
     char *title = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&title, &len);
     if (f) {
         fputs("tally simulate", f);
-        for (int k = 0; k < npaths; k++)
-            fprintf(f, " %s", paths[k]);
+        for (int k = 0; k < in->npaths; k++)
+            fprintf(f, " %s", in->paths[k]);
+        if (in->live.src.in_cluster)
+            fputs(" --in-cluster", f);
+        if (in->live.src.kubeconfig)
+            fprintf(f, " --kubeconfig %s", in->live.src.kubeconfig);
+        if (in->live.src.context)
+            fprintf(f, " --context %s", in->live.src.context);
         fclose(f);
     }
     tly_report_html_at(stdout, s, ps, rs, f ? title : "tally simulate", now, have_clock);
     free(title);
 }
 
-static int simulate_paths(int npaths, char **paths, const char *out, const char *now,
+static int simulate_input(const tly_cmd_input *in, const char *out, const char *now,
                           const char *sched);
 
 int tly_cmd_simulate(int argc, char **argv)
@@ -297,6 +304,9 @@ int tly_cmd_simulate(int argc, char **argv)
     char **paths = tly_xmalloc((size_t)argc * sizeof *paths);
     int npaths = 0;
     bool only_paths = false;
+    tly_cmd_input in = {0};
+    tly_cmd_live_init(&in.live);
+    int lr;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (only_paths || a[0] != '-' || !a[1]) {
@@ -315,6 +325,11 @@ int tly_cmd_simulate(int argc, char **argv)
             out = a + 9;
         } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched)) {
             continue;
+        } else if ((lr = tly_cmd_live_option(argc, argv, &i, "simulate", &in.live)) != 0) {
+            if (lr < 0) {
+                free(paths);
+                return 2;
+            }
         } else {
             fprintf(stderr, "tally simulate: unknown or incomplete option '%s'\n", a);
             usage(stderr);
@@ -327,21 +342,26 @@ int tly_cmd_simulate(int argc, char **argv)
         free(paths);
         return 2;
     }
-    if (npaths == 0) {
+    if ((npaths == 0) == !in.live.set) {
+        if (npaths)
+            fprintf(stderr, "tally simulate: give PATH... or a live source (--kubeconfig, "
+                            "--context, --in-cluster), not both\n");
         usage(stderr);
         free(paths);
         return 2;
     }
-    int rc = simulate_paths(npaths, paths, out, now, sched);
+    in.npaths = npaths;
+    in.paths = paths;
+    int rc = simulate_input(&in, out, now, sched);
     free(paths);
     return rc;
 }
 
-static int simulate_paths(int npaths, char **paths, const char *out, const char *now,
+static int simulate_input(const tly_cmd_input *in, const char *out, const char *now,
                           const char *sched)
 {
     tly_cmd_engines e;
-    int rc = tly_cmd_run_engines("simulate", npaths, paths, sched, now, &e);
+    int rc = tly_cmd_run_engines("simulate", in, sched, now, &e);
     if (rc)
         return rc;
     tly_store *s = e.s;
@@ -358,7 +378,7 @@ static int simulate_paths(int npaths, char **paths, const char *out, const char 
     if (!strcmp(out, "json")) {
         print_json(ps, rs, tly_store_names(s));
     } else if (!strcmp(out, "html")) {
-        print_html(s, ps, rs, npaths, paths, now_s, have_clock);
+        print_html(s, ps, rs, in, now_s, have_clock);
     } else {
         print_pods_table(ps, tly_store_names(s));
         print_table(rs, tly_store_names(s));
