@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "jsonread.h"
 #include "store_int.h"
 #include "strmap.h"
 #include "tally/decode.h"
@@ -154,14 +155,24 @@ static uint32_t real_line(loader *L, uint32_t fyline)
 static void load_error(loader *L, uint32_t line, uint32_t col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-static void load_error(loader *L, uint32_t line, uint32_t col, const char *fmt, ...)
+static void load_verror(void *ctx, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+/* An error of the input (also the native JSON reader's sink). */
+static void load_verror(void *ctx, uint32_t line, uint32_t col, const char *fmt, va_list ap)
 {
+    loader *L = ctx;
     L->errors++;
     if (!L->s)
-        return;  /* tly_parse_value: the caller only needs to know it failed */
+        return;  /* tly_parse_value_fy: the caller only needs to know it failed */
+    tly_diags_vadd(L->s->diags, TLY_SEV_ERROR, L->file, line, col, NULL, NULL, NULL, fmt, ap);
+}
+
+static void load_error(loader *L, uint32_t line, uint32_t col, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    tly_diags_vadd(L->s->diags, TLY_SEV_ERROR, L->file, line, col, NULL, NULL, NULL, fmt, ap);
+    load_verror(L, line, col, fmt, ap);
     va_end(ap);
 }
 
@@ -211,6 +222,21 @@ static tly_node *new_node(loader *L, tly_arena *a, struct fy_event *ev, int type
     return n;
 }
 
+/*
+** The next event inside a collection: 1 with it in *ev, 0 at the
+** collection's end event end_type (freed here), -1 when the parser broke.
+*/
+static int next_in(loader *L, int end_type, struct fy_event **ev)
+{
+    *ev = next_event(L);
+    if (!*ev)
+        return -1;
+    if ((*ev)->type != (enum fy_event_type)end_type)
+        return 1;
+    fy_parser_event_free(L->fyp, *ev);
+    return 0;
+}
+
 /* Consumes the rest of a collection whose start event was already read. */
 static void skip_collection(loader *L)
 {
@@ -235,11 +261,58 @@ static void skip_collection(loader *L)
 ** Returns NULL only when the parser broke; over a limit it returns a null
 ** node and has already reported the problem.
 */
+static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth);
+
+/*
+** The key of a map member from event kev (freed here), in arena a; NULL
+** when it is not a scalar (an error: its value is built at depth and
+** dropped). *ok is false when the parser broke.
+*/
+static const char *read_key(loader *L, tly_arena *a, struct fy_event *kev, int depth,
+                            uint32_t *kline, uint32_t *kcol, bool *ok)
+{
+    scalar_mark(L, kev, kline, kcol);
+    *ok = true;
+    if (kev->type != FYET_SCALAR) {
+        load_error(L, *kline, *kcol, "map keys must be strings");
+        *ok = build(L, a, kev, depth) != NULL;
+        return NULL;
+    }
+    struct fy_token *tok = fy_event_get_token(kev);
+    size_t klen = 0;
+    const char *kt = tok ? fy_token_get_text(tok, &klen) : NULL;
+    if (!kt)
+        kt = "", klen = 0;
+    const char *key = tly_arena_strndup(a, kt, klen);
+    if (memchr(kt, '\0', klen))
+        load_error(L, *kline, *kcol, "key contains a NUL character");
+    fy_parser_event_free(L->fyp, kev);
+    return key;
+}
+
+/* Appends member v with its key to map n (*tail: the end of its list); a repeated key is an error. */
+static void add_member(loader *L, tly_node *n, tly_node ***tail, tly_keyset *ks, tly_node *v,
+                       const char *key, uint32_t kline, uint32_t kcol)
+{
+    if (!L->skipping) {
+        const tly_node *first = tly_keyset_seen(ks, n, key, v);
+        if (first)
+            load_error(L, kline, kcol, "duplicate key \"%s\" (first at line %u)", key,
+                       first->kline);
+    }
+    v->key = key;
+    v->kline = kline;
+    v->kcol = kcol;
+    **tail = v;
+    *tail = &v->next;
+    n->nkids++;
+}
+
 static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
 {
     if (L->skipping || depth > TLY_MAX_DEPTH || L->nodes >= TLY_MAX_OBJECT_NODES) {
         uint32_t line, col;
-        mark_of(L, ev, &line, &col);
+        scalar_mark(L, ev, &line, &col);
         if (!L->skipping) {
             if (depth > TLY_MAX_DEPTH)
                 load_error(L, line, col, "nesting is deeper than %d levels", TLY_MAX_DEPTH);
@@ -253,6 +326,8 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
             skip_collection(L);
         tly_node *n = tly_arena_zalloc(a, sizeof *n);
         n->type = TLY_N_NULL;
+        n->line = line;  /* decoders' messages about it point here */
+        n->col = col;
         return L->broken ? NULL : n;
     }
 
@@ -296,91 +371,38 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
         tly_node *n = new_node(L, a, ev, TLY_N_MAP);
         fy_parser_event_free(L->fyp, ev);
         tly_node **tail = &n->kids;
-        /* Duplicate keys: a linear scan while the map is small, then a hash
-           set, so a map with 100,000 keys is not quadratic. */
-        tly_strmap seen;
-        bool hashed = false;
+        tly_keyset ks = {0};
         tly_node *out = n;
-        for (;;) {
-            struct fy_event *kev = next_event(L);
-            if (!kev) {
+        struct fy_event *kev;
+        int more;
+        while ((more = next_in(L, FYET_MAPPING_END, &kev)) != 0) {
+            if (more < 0) {
                 out = NULL;
                 break;
             }
-            if (kev->type == FYET_MAPPING_END) {
-                fy_parser_event_free(L->fyp, kev);
-                break;
-            }
-            const char *key = NULL;
             uint32_t kline, kcol;
-            scalar_mark(L, kev, &kline, &kcol);
-            if (kev->type == FYET_SCALAR) {
-                struct fy_token *tok = fy_event_get_token(kev);
-                size_t klen = 0;
-                const char *kt = tok ? fy_token_get_text(tok, &klen) : "";
-                key = tly_arena_strndup(a, kt ? kt : "", kt ? klen : 0);
-                fy_parser_event_free(L->fyp, kev);
-            } else {
-                load_error(L, kline, kcol, "map keys must be strings");
-                if (!build(L, a, kev, depth + 1)) {
-                    out = NULL;
-                    break;
-                }
-            }
-            struct fy_event *vev = next_event(L);
+            bool ok;
+            const char *key = read_key(L, a, kev, depth + 1, &kline, &kcol, &ok);
+            struct fy_event *vev = ok ? next_event(L) : NULL;
             tly_node *v = vev ? build(L, a, vev, depth + 1) : NULL;
             if (!v) {
                 out = NULL;
                 break;
             }
-            if (!key)
-                continue;
-            if (!L->skipping) {
-                const tly_node *first = NULL;
-                if (!hashed && n->nkids >= 16) {
-                    tly_strmap_init(&seen);
-                    for (tly_node *k = n->kids; k; k = k->next)
-                        if (!tly_strmap_get(&seen, k->key, strlen(k->key)))
-                            tly_strmap_put(&seen, k->key, strlen(k->key), k);
-                    hashed = true;
-                }
-                if (hashed) {
-                    first = tly_strmap_get(&seen, key, strlen(key));
-                    if (!first)
-                        tly_strmap_put(&seen, key, strlen(key), v);
-                } else {
-                    for (tly_node *k = n->kids; k && !first; k = k->next)
-                        if (strcmp(k->key, key) == 0)
-                            first = k;
-                }
-                if (first)
-                    load_error(L, kline, kcol, "duplicate key \"%s\" (first at line %u)", key,
-                               first->kline);
-            }
-            v->key = key;
-            v->kline = kline;
-            v->kcol = kcol;
-            *tail = v;
-            tail = &v->next;
-            n->nkids++;
+            if (key)
+                add_member(L, n, &tail, &ks, v, key, kline, kcol);
         }
-        if (hashed)
-            tly_strmap_free(&seen);
+        tly_keyset_free(&ks);
         return out;
     }
     case FYET_SEQUENCE_START: {
         tly_node *n = new_node(L, a, ev, TLY_N_SEQ);
         fy_parser_event_free(L->fyp, ev);
         tly_node **tail = &n->kids;
-        for (;;) {
-            struct fy_event *e = next_event(L);
-            if (!e)
-                return NULL;
-            if (e->type == FYET_SEQUENCE_END) {
-                fy_parser_event_free(L->fyp, e);
-                break;
-            }
-            tly_node *v = build(L, a, e, depth + 1);
+        struct fy_event *e;
+        int more;
+        while ((more = next_in(L, FYET_SEQUENCE_END, &e)) != 0) {
+            tly_node *v = more > 0 ? build(L, a, e, depth + 1) : NULL;
             if (!v)
                 return NULL;
             *tail = v;
@@ -502,21 +524,25 @@ static void handle_object(loader *L, const tly_node *root)
 
 /* ---- documents and files ------------------------------------------------- */
 
+/* Pages are given back in steps of this many bytes. */
+#define RELEASE_STEP (1u << 20)
+
 /*
-** Gives the pages of the mapped input that the parser has moved past back to
-** the kernel. A private read-only mapping re-reads them from the file if they
-** were ever touched again, so this is always safe; it keeps the resident size
-** of a big dump near the size of the decoded store instead of store + file.
+** Gives the pages of the input that the parser has moved past back to the
+** kernel. A private read-only mapping re-reads them from the file if they
+** were ever touched again, so this is always safe for files; a pipe's
+** anonymous buffer is only given back by the JSON reader, which never
+** reads behind itself. It keeps the resident size of a big dump near the
+** size of the decoded store instead of store + file.
 */
 static void release_consumed(loader *L)
 {
-    if (!L->map || !L->fyp)
+    if (!L->map)
         return;
-    const size_t chunk = 8u << 20;
     size_t pos = L->window + L->last_pos;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     pos &= ~(page - 1);
-    if (pos > L->map_len || pos < L->released + chunk)
+    if (pos > L->map_len || pos < L->released + RELEASE_STEP)
         return;
     madvise((void *)(L->map + L->released), pos - L->released, MADV_DONTNEED);
     L->released = pos;
@@ -526,6 +552,77 @@ static bool ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/*
+** The items of a List, after its SEQUENCE_START: each is built in L->obj,
+** decoded and dropped. The document's own node count and limit state are
+** kept aside meanwhile. Returns false when the parser broke.
+*/
+static bool stream_items_fy(loader *L)
+{
+    uint32_t nodes = L->nodes;
+    bool skipping = L->skipping, ok = true;
+    struct fy_event *e;
+    int more;
+    while ((more = next_in(L, FYET_SEQUENCE_END, &e)) != 0) {
+        if (more < 0) {
+            ok = false;
+            break;
+        }
+        tly_arena_reset(L->obj);
+        L->nodes = 0;
+        L->skipping = false;
+        tly_node *item = build(L, L->obj, e, 2);
+        if (!item) {
+            ok = false;
+            break;
+        }
+        handle_object(L, item);
+        release_consumed(L);
+    }
+    tly_arena_reset(L->obj);
+    L->nodes = nodes;
+    L->skipping = skipping;
+    return ok;
+}
+
+/*
+** The members of a document's top-level map, after its MAPPING_START (built
+** by hand so that `items` can be streamed). *items: the key position of a
+** streamed `items` list (line 0: none). Returns false when the parser broke.
+*/
+static bool load_top_members(loader *L, tly_node *top, tly_keyset *ks, uint32_t items[2])
+{
+    tly_node **tail = &top->kids;
+    struct fy_event *kev;
+    int more;
+    while ((more = next_in(L, FYET_MAPPING_END, &kev)) != 0) {
+        if (more < 0)
+            return false;
+        uint32_t kline, kcol;
+        bool ok;
+        const char *key = read_key(L, L->doc, kev, 2, &kline, &kcol, &ok);
+        struct fy_event *vev = ok ? next_event(L) : NULL;
+        if (!vev)
+            return false;
+        tly_node *v;
+        if (key && strcmp(key, "items") == 0 && vev->type == FYET_SEQUENCE_START) {
+            /* A childless list stands for the items in the duplicate-key check. */
+            v = new_node(L, L->doc, vev, TLY_N_SEQ);
+            L->nodes--;
+            fy_parser_event_free(L->fyp, vev);
+            if (!stream_items_fy(L))
+                return false;
+            if (!items[0])
+                items[0] = kline, items[1] = kcol;
+        } else if (!(v = build(L, L->doc, vev, 2))) {
+            return false;
+        }
+        if (key)
+            add_member(L, top, &tail, ks, v, key, kline, kcol);
+    }
+    return true;
 }
 
 /*
@@ -550,79 +647,20 @@ static bool load_document(loader *L)
             return false;
         handle_object(L, n);
     } else {
-        /* The top level is built by hand so that `items` can be streamed. */
         tly_node *top = new_node(L, L->doc, ev, TLY_N_MAP);
         fy_parser_event_free(L->fyp, ev);
-        tly_node **tail = &top->kids;
-        bool streamed = false;
-        uint32_t items_line = 0;
-        for (;;) {
-            struct fy_event *kev = next_event(L);
-            if (!kev)
-                return false;
-            if (kev->type == FYET_MAPPING_END) {
-                fy_parser_event_free(L->fyp, kev);
-                break;
-            }
-            uint32_t kline, kcol;
-            scalar_mark(L, kev, &kline, &kcol);
-            const char *key = NULL;
-            if (kev->type == FYET_SCALAR) {
-                size_t klen = 0;
-                const char *kt = fy_token_get_text(fy_event_get_token(kev), &klen);
-                key = tly_arena_strndup(L->doc, kt ? kt : "", kt ? klen : 0);
-                fy_parser_event_free(L->fyp, kev);
-            } else {
-                load_error(L, kline, kcol, "map keys must be strings");
-                if (!build(L, L->doc, kev, 2))
-                    return false;
-            }
-            struct fy_event *vev = next_event(L);
-            if (!vev)
-                return false;
-            if (key && strcmp(key, "items") == 0 && vev->type == FYET_SEQUENCE_START) {
-                streamed = true;
-                items_line = kline;
-                fy_parser_event_free(L->fyp, vev);
-                for (;;) {
-                    struct fy_event *e = next_event(L);
-                    if (!e)
-                        return false;
-                    if (e->type == FYET_SEQUENCE_END) {
-                        fy_parser_event_free(L->fyp, e);
-                        break;
-                    }
-                    tly_arena_reset(L->obj);
-                    L->nodes = 0;
-                    L->skipping = false;
-                    tly_node *item = build(L, L->obj, e, 2);
-                    if (!item)
-                        return false;
-                    handle_object(L, item);
-                    release_consumed(L);
-                }
-                tly_arena_reset(L->obj);
-                continue;
-            }
-            tly_node *v = build(L, L->doc, vev, 2);
-            if (!v)
-                return false;
-            if (!key)
-                continue;
-            v->key = key;
-            v->kline = kline;
-            v->kcol = kcol;
-            *tail = v;
-            tail = &v->next;
-            top->nkids++;
-        }
+        tly_keyset ks = {0};
+        uint32_t items[2] = {0, 0};
+        bool ok = load_top_members(L, top, &ks, items);
+        tly_keyset_free(&ks);
+        if (!ok)
+            return false;
         const char *kind = scalar_member(top, "kind");
-        if (!streamed) {
+        if (!items[0])
             handle_object(L, top);
-        } else if (kind && !ends_with(kind, "List")) {
-            load_error(L, items_line, 1,
+        else if (kind && !ends_with(kind, "List"))
+            load_error(L, items[0], items[1],
                        "a %s with an `items` list: only List kinds hold items", kind);
-        }
     }
     ev = next_event(L);
     if (!ev)
@@ -807,34 +845,107 @@ static size_t utf8_invalid_at(const unsigned char *p, size_t len)
     return len;
 }
 
-static int load_named_buffer(tly_store *s, const char *name, const char *buf, size_t len,
-                             bool mapped)
+/* An error at the first byte that is not UTF-8, with its line and column. */
+static void utf8_error(tly_store *s, const char *name, const char *buf, size_t bad)
 {
-    size_t bad = utf8_invalid_at((const unsigned char *)buf, len);
-    if (bad < len) {
-        uint32_t line = 1, col = 1;
-        for (size_t i = 0; i < bad; i++) {
-            if (buf[i] == '\n') {
-                line++;
-                col = 1;
-            } else if (((unsigned char)buf[i] & 0xc0) != 0x80) {
-                col++;
-            }
+    uint32_t line = 1, col = 1;
+    for (size_t i = 0; i < bad; i++) {
+        if (buf[i] == '\n') {
+            line++;
+            col = 1;
+        } else if (((unsigned char)buf[i] & 0xc0) != 0x80) {
+            col++;
         }
-        tly_diags_add(s->diags, TLY_SEV_ERROR, name, line, col, NULL, NULL, NULL,
-                      "input is not valid UTF-8 (byte 0x%02x at offset %zu); the file is not read",
-                      (unsigned char)buf[bad], bad);
-        return 1;
     }
+    tly_diags_add(s->diags, TLY_SEV_ERROR, name, line, col, NULL, NULL, NULL,
+                  "input is not valid UTF-8 (byte 0x%02x at offset %zu); the file is not read",
+                  (unsigned char)buf[bad], bad);
+}
+
+/*
+** Whether buf[0..len) is UTF-8 (else an error). A mapped file (release) is
+** checked a step at a time and the checked pages are given back, so the
+** check does not make the whole file resident before the parse.
+*/
+static bool utf8_ok(tly_store *s, const char *name, const char *buf, size_t len, bool release)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), off = 0, released = 0;
+    while (off < len) {
+        size_t n = len - off < RELEASE_STEP ? len - off : RELEASE_STEP;
+        size_t bad = off + utf8_invalid_at((const unsigned char *)buf + off, n);
+        if (bad < off + n && off + n < len && bad + 4 > off + n) {
+            off = bad;  /* a character cut by the step's end: check it with the next step */
+            continue;
+        }
+        if (bad < off + n) {
+            utf8_error(s, name, buf, bad);
+            return false;
+        }
+        off += n;
+        size_t upto = off & ~(page - 1);
+        if (release && upto > released) {
+            madvise((void *)(buf + released), upto - released, MADV_DONTNEED);
+            released = upto;
+        }
+    }
+    return true;
+}
+
+/* How a buffer is read: chosen from its name and text, or forced. */
+enum { READ_AUTO, READ_FY_YAML, READ_FY_JSON, READ_NATIVE };
+/* Where a buffer is: the caller's (kept), a file mapping, an anonymous mapping (a pipe's). */
+enum { BUF_CALLER, BUF_FILE, BUF_ANON };
+
+/*
+** Whether text named name is read by the native JSON reader: a *.json
+** name; or a name that says neither JSON nor YAML (a pipe, /dev/stdin, a
+** file named on the command line) whose text starts with '{' or '[' and is
+** JSON from end to end. YAML that starts with '{' ({a: 1}, or a flow map
+** followed by more YAML) fails the check and goes to libfyaml as before.
+*/
+static bool read_as_json(const char *name, const char *buf, size_t len)
+{
+    if (ends_with(name, ".json"))
+        return true;
+    if (ends_with(name, ".yaml") || ends_with(name, ".yml"))
+        return false;
+    size_t i = len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+        i++;
+    return i < len && (buf[i] == '{' || buf[i] == '[') && tly_json_valid(buf, len);
+}
+
+/* One object from the native JSON reader. */
+static void json_object(void *ctx, const tly_node *tree, size_t end)
+{
+    loader *L = ctx;
+    handle_object(L, tree);
+    L->last_pos = end;
+    release_consumed(L);
+}
+
+static int load_named_buffer(tly_store *s, const char *name, const char *buf, size_t len,
+                             int where, int how)
+{
+    if (!utf8_ok(s, name, buf, len, where == BUF_FILE))
+        return 1;
+    if (how == READ_AUTO)
+        how = read_as_json(name, buf, len) ? READ_NATIVE : READ_FY_YAML;
+    bool release = where == BUF_FILE || (where == BUF_ANON && how == READ_NATIVE);
     loader L = {
         .s = s,
-        .map = mapped ? buf : NULL,
+        .map = release ? buf : NULL,
         .map_len = len,
         .file = tly_arena_strdup(s->arena, name),
         .doc = tly_arena_create(16 * 1024),
         .obj = tly_arena_create(64 * 1024),
     };
-    load_buffer(&L, buf, len, ends_with(name, ".json"));
+    if (how == READ_NATIVE) {
+        tly_jsink sink = {.ctx = &L, .object = json_object, .error = load_verror};
+        tly_json_stream(buf, len, L.doc, L.obj, &sink);
+    } else {
+        load_buffer(&L, buf, len, how == READ_FY_JSON);
+    }
     tly_arena_destroy(L.doc);
     tly_arena_destroy(L.obj);
     return L.errors;
@@ -849,21 +960,38 @@ int tly_store_load_object(tly_store *s, const char *name, const tly_node *root)
 
 int tly_store_load_string(tly_store *s, const char *name, const char *text, size_t len)
 {
-    return load_named_buffer(s, name, text, len, false);
+    return load_named_buffer(s, name, text, len, BUF_CALLER, READ_AUTO);
+}
+
+int tly_store_load_json(tly_store *s, const char *name, const char *buf, size_t len)
+{
+    return load_named_buffer(s, name, buf, len, BUF_CALLER, READ_NATIVE);
+}
+
+int tly_store_load_fy(tly_store *s, const char *name, const char *text, size_t len, bool json)
+{
+    return load_named_buffer(s, name, text, len, BUF_CALLER, json ? READ_FY_JSON : READ_FY_YAML);
 }
 
 /*
 ** A pipe, /dev/stdin or a process substitution (`<(kubectl get pods -o
-** yaml)`): no size to map, so read it to the end first. Closes fd.
+** yaml)`): no size to map, so read it to the end first, into an anonymous
+** mapping that the JSON reader can give back as it goes. Closes fd.
 */
 static int load_stream(tly_store *s, const char *path, int fd)
 {
-    size_t len = 0, cap = 64 * 1024;
-    char *buf = tly_xmalloc(cap);
+    size_t len = 0, cap = RELEASE_STEP;
+    char *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED)
+        tly_oom();
+    int errors = 1;
     for (;;) {
         if (len == cap) {
+            void *bigger = mremap(buf, cap, cap * 2, MREMAP_MAYMOVE);
+            if (bigger == MAP_FAILED)
+                tly_oom();
+            buf = bigger;
             cap *= 2;
-            buf = tly_xrealloc(buf, cap);
         }
         ssize_t got = read(fd, buf + len, cap - len);
         if (got < 0 && errno == EINTR)
@@ -871,17 +999,16 @@ static int load_stream(tly_store *s, const char *path, int fd)
         if (got < 0) {
             tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
                           "cannot read: %s", strerror(errno));
-            free(buf);
-            close(fd);
-            return 1;
-        }
-        if (got == 0)
             break;
+        }
+        if (got == 0) {
+            errors = load_named_buffer(s, path, buf, len, BUF_ANON, READ_AUTO);
+            break;
+        }
         len += (size_t)got;
     }
     close(fd);
-    int errors = load_named_buffer(s, path, buf, len, false);
-    free(buf);
+    munmap(buf, cap);
     return errors;
 }
 
@@ -910,7 +1037,7 @@ static int load_file(tly_store *s, const char *path)
         return 1;
     }
     madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
-    int errors = load_named_buffer(s, path, map, (size_t)st.st_size, true);
+    int errors = load_named_buffer(s, path, map, (size_t)st.st_size, BUF_FILE, READ_AUTO);
     munmap(map, (size_t)st.st_size);
     return errors;
 }

@@ -54,6 +54,13 @@ tly_arena *tly_store_arena(tly_store *s);
 int tly_store_load_path(tly_store *s, const char *path);
 /* Loads YAML or JSON text; `name` is what diagnostics call the input. */
 int tly_store_load_string(tly_store *s, const char *name, const char *text, size_t len);
+/*
+** Loads JSON text (one or more JSON values, such as a LIST response page)
+** with the native JSON reader: a List's items are decoded one at a time, so
+** memory holds the store plus one object's tree. `name` is what
+** diagnostics call the input; returns the number of errors recorded.
+*/
+int tly_store_load_json(tly_store *s, const char *name, const char *buf, size_t len);
 
 /*
 ** Decodes one object from an already parsed tree (an AdmissionReview's

@@ -1,0 +1,82 @@
+/*
+** jsonread.h: the native JSON reader's streaming interface (internal; the
+** public entry points are tly_parse_value() in node.h and
+** tly_store_load_json() in store.h).
+**
+** src/jsonparse.c reads JSON text into the loader's tly_node trees (node.h)
+** without libfyaml. The loader (load.c) streams files and API responses
+** through tly_json_stream(): every top-level value is one object, except
+** that a top-level map's `items` list (a List as kubectl prints it) is
+** handed over one item at a time, each built in an arena that is reset
+** before the next, so memory holds one object's tree, never the whole list.
+**
+** The loader's libfyaml path shares the duplicate-key set (tly_keyset), and
+** tests and fuzz targets reach that path directly (tly_store_load_fy) to
+** compare the two.
+*/
+#ifndef TALLY_JSONREAD_H
+#define TALLY_JSONREAD_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "strmap.h"
+#include "tally/node.h"
+#include "tally/store.h"
+
+typedef struct {
+    void *ctx;
+    /*
+    ** One object: a top-level value, or one item of a top-level map's
+    ** `items` list. end is the input offset just past it (the pages before
+    ** it may be given back). The tree lives until the next call.
+    */
+    void (*object)(void *ctx, const tly_node *tree, size_t end);
+    /* A problem at line:col; syntax errors start with "syntax error: ". */
+    void (*error)(void *ctx, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+        __attribute__((format(printf, 4, 0)));
+} tly_jsink;
+
+/*
+** Reads buf[0..len) as a sequence of JSON values (RFC 8259 each; an
+** optional byte order mark first; whitespace between and around them) and
+** hands every object to sink. Top-level values are built in doc, items in
+** obj; both are reset as the reader goes. Problems are reported with their
+** line and column (a CRLF is one line break; columns count characters);
+** the loader's limits, duplicate keys and NUL characters are errors that
+** leave the rest readable, a syntax error ends the input (what was handed
+** over before it stays). Returns the number of top-level values, or -1
+** after a syntax error.
+*/
+long tly_json_stream(const char *buf, size_t len, tly_arena *doc, tly_arena *obj,
+                     const tly_jsink *sink);
+
+/* Whether buf[0..len) is one or more JSON values with nothing else (a syntax check). */
+bool tly_json_valid(const char *buf, size_t len);
+
+/*
+** Duplicate keys in one map: a linear scan of the members while the map is
+** small, a hash set from 16 members on (so a map with 100,000 keys costs
+** linear time). Zero-initialise; free with tly_keyset_free().
+*/
+typedef struct {
+    tly_strmap set;
+    bool hashed;
+} tly_keyset;
+
+/*
+** The member of map that already has key, or NULL, in which case key is
+** recorded for member (the member about to be appended to map's kids).
+*/
+const tly_node *tly_keyset_seen(tly_keyset *ks, const tly_node *map, const char *key,
+                                const tly_node *member);
+void tly_keyset_free(tly_keyset *ks);
+
+/*
+** Loads text through libfyaml whatever its name (JSON mode when json): the
+** reference path that tests and fuzz targets compare the native reader with.
+*/
+int tly_store_load_fy(tly_store *s, const char *name, const char *text, size_t len, bool json);
+
+#endif
