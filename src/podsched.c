@@ -21,9 +21,8 @@
 #include "tally/dra.h"
 #include "tally/error.h"
 #include "tally/nodefit.h"
+#include "tally/podcharge.h"
 
-#define DEFAULT_PRIORITY 50
-#define NON_PREEMPTIBLE_PRIORITY 100
 
 /* One reason nodes were refused, and on how many. */
 typedef struct tally_count {
@@ -101,44 +100,6 @@ struct tly_podsched {
 };
 
 /* ---- setup ------------------------------------------------------------------ */
-
-static bool gpu_sharing_enabled(const tly_config *c)
-{
-    if (!c)
-        return true;
-    if (c->gpu_sharing_mode && *c->gpu_sharing_mode)
-        return strcmp(c->gpu_sharing_mode, "Disabled") != 0;
-    return c->gpu_sharing != 0;
-}
-
-static int32_t class_value(const tly_store *s, const char *name, bool *found)
-{
-    const tly_priority_class *pc = name && *name ? tly_store_find(s, TLY_K_PRIORITY_CLASS, NULL, name) : NULL;
-    *found = pc != NULL;
-    return pc ? pc->value : 0;
-}
-
-/* Priority from the PodGroup's or the pod's PriorityClass, else globalDefault, else 50. */
-static int32_t priority_of(const tly_store *s, const tly_pod *p, const tly_podgroup *pg)
-{
-    bool found;
-    int32_t v;
-    if (pg && pg->priority_class_name && (v = class_value(s, pg->priority_class_name, &found), found))
-        return v;
-    if (p->priority_class_name && (v = class_value(s, p->priority_class_name, &found), found))
-        return v;
-    for (uint32_t i = 0; i < tly_store_count(s, TLY_K_PRIORITY_CLASS); i++) {
-        const tly_priority_class *pc = tly_store_at(s, TLY_K_PRIORITY_CLASS, i);
-        if (pc->global_default)
-            return pc->value;
-    }
-    return DEFAULT_PRIORITY;
-}
-
-static bool terminal(const tly_pod *p)
-{
-    return p->phase && (!strcmp(p->phase, "Succeeded") || !strcmp(p->phase, "Failed"));
-}
 
 static int32_t node_index(const tly_podsched *ps, const char *name)
 {
@@ -508,7 +469,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
     ps->qs = tly_queues_create(s);
     ps->acc_try = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
     ps->acc_best = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
-    ps->gpu_sharing = gpu_sharing_enabled(tly_store_config(s));
+    ps->gpu_sharing = tly_gpu_sharing_enabled(tly_store_config(s));
     ps->nnodes = tly_store_count(s, TLY_K_NODE);
     ps->nodes = tly_xcalloc(ps->nnodes + 1, sizeof *ps->nodes);
     /* Reasons are few distinct strings; one slot per node is the most there can be. */
@@ -558,7 +519,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
     ps->pods = tly_xcalloc(np + 1, sizeof *ps->pods);
     for (uint32_t i = 0; i < np; i++) {
         const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
-        bool bound = p->node_name && *p->node_name && !terminal(p);
+        bool bound = p->node_name && *p->node_name && !tly_pod_terminal(p);
         bool ours = tly_store_is_tally_pod(s, p);
         if (!ours && !bound)
             continue;
@@ -588,12 +549,10 @@ tly_podsched *tly_podsched_create(tly_store *s)
         q->res.pod = p;
         q->res.queue = tly_store_pod_queue(s, p, &q->pg);
         q->queue = tly_queues_find(ps->qs, q->res.queue);
-        q->priority = priority_of(s, p, q->pg);
-        q->non_preemptible = q->pg && q->pg->preemptibility != TLY_PREEMPT_UNSET
-                                 ? q->pg->preemptibility == TLY_PREEMPT_NON_PREEMPTIBLE
-                                 : q->priority >= NON_PREEMPTIBLE_PRIORITY;
+        q->priority = tly_pod_priority(s, p, q->pg);
+        q->non_preemptible = tly_pod_non_preemptible(s, p, q->pg);
         q->node = ni;
-        if (terminal(p)) {
+        if (tly_pod_terminal(p)) {
             q->res.state = !strcmp(p->phase, "Succeeded") ? "Succeeded" : "Failed";
             q->done = true;
         } else if (bound) {

@@ -10,6 +10,7 @@
 
 #include "tally/error.h"
 #include "tally/podreq.h"
+#include "tally/podcharge.h"
 #include "tally/queues.h"
 
 static const tly_container_status *status_of(const tly_pod *p, const char *name, bool init)
@@ -93,46 +94,16 @@ static const char *changes_other(const tly_pod *a, const tly_pod *b, const tly_n
     return NULL;
 }
 
-static bool terminal(const tly_pod *p)
-{
-    return p->phase && (!strcmp(p->phase, "Succeeded") || !strcmp(p->phase, "Failed"));
-}
-
-static bool non_preemptible(const tly_store *s, const tly_pod *p, const tly_podgroup *pg)
-{
-    if (pg && pg->preemptibility != TLY_PREEMPT_UNSET)
-        return pg->preemptibility == TLY_PREEMPT_NON_PREEMPTIBLE;
-    const char *cls = pg && pg->priority_class_name ? pg->priority_class_name : p->priority_class_name;
-    const tly_priority_class *pc = cls ? tly_store_find(s, TLY_K_PRIORITY_CLASS, NULL, cls) : NULL;
-    int32_t prio = 50;
-    if (pc) {
-        prio = pc->value;
-    } else {
-        for (uint32_t i = 0; i < tly_store_count(s, TLY_K_PRIORITY_CLASS); i++) {
-            const tly_priority_class *c = tly_store_at(s, TLY_K_PRIORITY_CLASS, i);
-            if (c->global_default)
-                prio = c->value;
-        }
-    }
-    return prio >= 100;
-}
-
 /* Pod p's cpu and memory charge (its effective request), its queue and preemptibility. */
 static void pod_charge(tly_store *s, const tly_pod *p, tly_arena *a, tly_qty out[2], const char **queue,
                        bool *np)
 {
-    const tly_podgroup *pg;
-    *queue = tly_store_pod_queue(s, p, &pg);
-    *np = non_preemptible(s, p, pg);
-    tly_podreq r;
-    tly_podreq_compute(p, true, tly_store_names(s), a, &r);
-    out[0] = tly_rlist_get(&r.req, TLY_R_CPU, NULL);
-    out[1] = tly_rlist_get(&r.req, TLY_R_MEMORY, NULL);
-}
-
-static bool counts(const tly_store *s, const tly_pod *p)
-{
-    return p->node_name && *p->node_name && !terminal(p) && tly_store_is_tally_pod(s, p);
+    tly_pod_charge c;
+    tly_pod_charge_compute(s, NULL, p, NULL, 0, a, &c);
+    out[0] = c.res[TLY_QR_CPU];
+    out[1] = c.res[TLY_QR_MEMORY];
+    *queue = c.queue;
+    *np = c.non_preemptible;
 }
 
 /*
@@ -149,7 +120,7 @@ static void *build_ledger(tly_store *s)
     tly_arena *a = tly_arena_create(64 * 1024);
     for (uint32_t i = 0; i < tly_store_count(s, TLY_K_POD); i++) {
         const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
-        if (!counts(s, p))
+        if (!tly_pod_charges_queues(s, p))
             continue;
         tly_qty ch[2];
         const char *qn;
@@ -297,13 +268,13 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
     tly_qty stale_ch[2] = {{0, 0}, {0, 0}}, old_ch[2] = {{0, 0}, {0, 0}};
     int32_t stale_q = -1, old_q = -1;
     bool stale_np = false, old_np = false;
-    if (stale && counts(state, stale)) {
+    if (stale && tly_pod_charges_queues(state, stale)) {
         const char *sq;
         pod_charge(state, stale, a, stale_ch, &sq, &stale_np);
         stale_q = tly_queues_find(qs, sq);
     }
     /* ... and the pod counts as it runs (oldObject), and only if it is bound (contract section 5). */
-    if (old->node_name && *old->node_name && !terminal(old)) {
+    if (old->node_name && *old->node_name && !tly_pod_terminal(old)) {
         const char *oq;
         pod_charge(state, old, a, old_ch, &oq, &old_np);
         old_q = tly_queues_find(qs, oq);
@@ -317,7 +288,7 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
             break;
         }
     }
-    bool np = non_preemptible(state, old, pg);
+    bool np = tly_pod_non_preemptible(state, old, pg);
     v->queue = tly_xstrdup(qname);
     v->non_preemptible = np;
     const char *pgshow = pg ? pg->meta.name : "<none>";

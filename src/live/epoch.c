@@ -1,0 +1,122 @@
+/*
+** epoch.c: fork epochs and deferred freeing (epoch.h).
+*/
+#include "epoch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/arena.h"
+
+void tly_epochs_init(tly_epochs *e)
+{
+    memset(e, 0, sizeof *e);
+    pthread_mutex_init(&e->mu, NULL);
+    e->cur = 1;
+}
+
+void tly_epochs_destroy(tly_epochs *e)
+{
+    for (size_t i = e->retfirst; i < e->nret; i++)
+        e->ret[i].free_fn(e->ret[i].p, e->ret[i].ctx);
+    free(e->ret);
+    free(e->fork_epoch);
+    free(e->fork_count);
+    pthread_mutex_destroy(&e->mu);
+}
+
+uint64_t tly_epochs_fork(tly_epochs *e)
+{
+    pthread_mutex_lock(&e->mu);
+    uint64_t f = e->cur;
+    if (e->nforks > e->first && e->fork_epoch[e->nforks - 1] == f) {
+        e->fork_count[e->nforks - 1]++;
+    } else {
+        if (e->first > 0 && e->first == e->nforks) {
+            e->first = e->nforks = 0;
+        }
+        if (e->nforks == e->capforks) {
+            /* Compact the released front before growing. */
+            if (e->first > 0) {
+                memmove(e->fork_epoch, e->fork_epoch + e->first,
+                        (e->nforks - e->first) * sizeof *e->fork_epoch);
+                memmove(e->fork_count, e->fork_count + e->first,
+                        (e->nforks - e->first) * sizeof *e->fork_count);
+                e->nforks -= e->first;
+                e->first = 0;
+            }
+            if (e->nforks == e->capforks) {
+                e->capforks = e->capforks ? e->capforks * 2 : 16;
+                e->fork_epoch = tly_xrealloc(e->fork_epoch, e->capforks * sizeof *e->fork_epoch);
+                e->fork_count = tly_xrealloc(e->fork_count, e->capforks * sizeof *e->fork_count);
+            }
+        }
+        e->fork_epoch[e->nforks] = f;
+        e->fork_count[e->nforks] = 1;
+        e->nforks++;
+    }
+    /* The writer moves on: what the fork sees is no longer changed in place. */
+    __atomic_store_n(&e->cur, f + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&e->mu);
+    return f;
+}
+
+void tly_epochs_release(tly_epochs *e, uint64_t f)
+{
+    pthread_mutex_lock(&e->mu);
+    uint32_t lo = e->first, hi = e->nforks;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e->fork_epoch[mid] < f)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < e->nforks && e->fork_epoch[lo] == f && e->fork_count[lo] > 0)
+        e->fork_count[lo]--;
+    while (e->first < e->nforks && e->fork_count[e->first] == 0)
+        e->first++;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void tly_epochs_retire(tly_epochs *e, void *p, uint64_t born, void (*free_fn)(void *, void *),
+                       void *ctx)
+{
+    if (!p)
+        return;
+    if (born >= e->cur) {
+        free_fn(p, ctx);
+        e->freed++;
+        return;
+    }
+    if (e->nret == e->capret) {
+        if (e->retfirst > 0) {
+            memmove(e->ret, e->ret + e->retfirst, (e->nret - e->retfirst) * sizeof *e->ret);
+            e->nret -= e->retfirst;
+            e->retfirst = 0;
+        }
+        if (e->nret == e->capret) {
+            e->capret = e->capret ? e->capret * 2 : 1024;
+            e->ret = tly_xrealloc(e->ret, e->capret * sizeof *e->ret);
+        }
+    }
+    e->ret[e->nret++] = (tly_retired){p, free_fn, ctx, e->cur};
+}
+
+void tly_epochs_reclaim(tly_epochs *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool any = e->first < e->nforks;
+    uint64_t oldest = any ? e->fork_epoch[e->first] : UINT64_MAX;
+    pthread_mutex_unlock(&e->mu);
+    /* Retired in R: seen only by forks with F < R. */
+    while (e->retfirst < e->nret && e->ret[e->retfirst].epoch <= oldest) {
+        tly_retired *r = &e->ret[e->retfirst++];
+        r->free_fn(r->p, r->ctx);
+        e->freed++;
+    }
+    if (e->retfirst == e->nret)
+        e->retfirst = e->nret = 0;
+}
+
+size_t tly_epochs_pending(const tly_epochs *e) { return e->nret - e->retfirst; }

@@ -1,0 +1,74 @@
+/*
+** epoch.h: versions of the live state, and when old memory may be freed.
+**
+** The live state has one writer (the thread that applies watch events) and
+** any number of readers, each holding a fork: the state as it was when the
+** fork was taken. Nothing a fork can reach is ever changed; the writer
+** copies what it must change (path copying, ptree.h) and retires the old.
+**
+** Epochs make that cheap:
+**   - the writer works in epoch `cur`; memory it creates is born in `cur`;
+**   - taking a fork returns F = cur and moves the writer on to cur + 1, so
+**     everything that existed when the fork was taken is born before the
+**     writer's epoch: that is the test for "a fork may see this" (born <
+**     cur), and memory born in cur may be changed in place;
+**   - memory the writer replaces is retired in epoch R = cur: the forks that
+**     may see it are those with F < R; once every fork alive has F >= R
+**     (or none is alive) it is freed.
+** Taking a fork costs a mutex and two increments; releasing one, a mutex.
+** Reclamation runs on the writer's thread (tly_epochs_reclaim), never on a
+** reader's, so a reader never waits behind freeing.
+*/
+#ifndef TALLY_LIVE_EPOCH_H
+#define TALLY_LIVE_EPOCH_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    void *p;
+    void (*free_fn)(void *p, void *ctx);
+    void *ctx;
+    uint64_t epoch;       /* retired in */
+} tly_retired;
+
+typedef struct {
+    pthread_mutex_t mu;   /* guards the fork counts (cur is the writer's alone) */
+    uint64_t cur;         /* the writer's epoch */
+    /* Forks alive: (epoch, count), epochs increasing (forks are taken in order). */
+    uint64_t *fork_epoch;
+    uint32_t *fork_count;
+    uint32_t nforks, capforks, first;
+    /* Retired memory, epochs increasing. */
+    tly_retired *ret;
+    size_t nret, capret, retfirst;
+    uint64_t freed;       /* items freed so far (tests, metrics) */
+} tly_epochs;
+
+void tly_epochs_init(tly_epochs *e);
+/* Frees everything still retired (no fork may be alive). */
+void tly_epochs_destroy(tly_epochs *e);
+
+/* The writer's epoch: memory born in it may be changed in place. */
+static inline uint64_t tly_epochs_cur(const tly_epochs *e) { return e->cur; }
+
+/* Called with the writer's lock held (live.c): F for a new fork. */
+uint64_t tly_epochs_fork(tly_epochs *e);
+/* A fork of epoch F is done (any thread). */
+void tly_epochs_release(tly_epochs *e, uint64_t f);
+
+/*
+** The writer retires p (born in `born`): freed at once when born in the
+** current epoch (no fork can see it), else when no fork older than now is
+** alive.
+*/
+void tly_epochs_retire(tly_epochs *e, void *p, uint64_t born, void (*free_fn)(void *, void *),
+                       void *ctx);
+/* Frees what no fork alive can see (the writer, between events). */
+void tly_epochs_reclaim(tly_epochs *e);
+/* Retired items not yet freed. */
+size_t tly_epochs_pending(const tly_epochs *e);
+
+#endif
