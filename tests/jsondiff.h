@@ -18,15 +18,20 @@
 
 #include "tally/node.h"
 
-/* true when the trees are equal (lines too unless cr); else why says where. */
-static inline bool jsondiff_same(const tly_node *a, const tly_node *b, bool cr, char *why,
-                                 size_t len)
+/* What jsondiff_same() compares of the positions. */
+enum { JD_NO_POSITIONS, JD_COLUMNS, JD_POSITIONS };
+
+/* true when the trees are equal (positions as pos says); else why says where. */
+static inline bool jsondiff_same_at(const tly_node *a, const tly_node *b, int pos, char *why,
+                                    size_t len)
 {
-    if (a->type != b->type || a->bval != b->bval || (!cr && a->line != b->line) ||
-        a->col != b->col || a->nkids != b->nkids || a->len != b->len || (!a->str) != (!b->str) ||
-        (a->str && memcmp(a->str, b->str, a->len) != 0) || (!a->key) != (!b->key) ||
-        (a->key && (strcmp(a->key, b->key) != 0 || (!cr && a->kline != b->kline) ||
-                    a->kcol != b->kcol))) {
+    bool lines = pos == JD_POSITIONS, cols = pos != JD_NO_POSITIONS;
+    if (a->type != b->type || a->bval != b->bval || (lines && a->line != b->line) ||
+        (cols && a->col != b->col) || a->nkids != b->nkids || a->len != b->len ||
+        (!a->str) != (!b->str) || (a->str && memcmp(a->str, b->str, a->len) != 0) ||
+        (!a->key) != (!b->key) ||
+        (a->key && (strcmp(a->key, b->key) != 0 || (lines && a->kline != b->kline) ||
+                    (cols && a->kcol != b->kcol)))) {
         snprintf(why, len,
                  "node at %u:%u (key %s): type %d/%d str \"%s\"/\"%s\" pos %u:%u/%u:%u key pos "
                  "%u:%u/%u:%u",
@@ -37,9 +42,35 @@ static inline bool jsondiff_same(const tly_node *a, const tly_node *b, bool cr, 
     }
     const tly_node *x = a->kids, *y = b->kids;
     for (; x && y; x = x->next, y = y->next)
-        if (!jsondiff_same(x, y, cr, why, len))
+        if (!jsondiff_same_at(x, y, pos, why, len))
             return false;
     return x == NULL && y == NULL;
+}
+
+/* true when the trees are equal (lines too unless cr); else why says where. */
+static inline bool jsondiff_same(const tly_node *a, const tly_node *b, bool cr, char *why,
+                                 size_t len)
+{
+    return jsondiff_same_at(a, b, cr ? JD_COLUMNS : JD_POSITIONS, why, len);
+}
+
+/* A copy of text (free it) with the tabs between tokens made spaces (libfyaml refuses some). */
+static inline char *jsondiff_untab(const char *text, size_t len)
+{
+    char *t = malloc(len + 1);
+    if (!t)
+        abort();
+    memcpy(t, text, len);
+    bool in = false;
+    for (size_t i = 0; i < len; i++) {
+        if (in && t[i] == '\\')
+            i++;
+        else if (t[i] == '"')
+            in = !in;
+        else if (!in && t[i] == '\t')
+            t[i] = ' ';
+    }
+    return t;
 }
 
 /*
@@ -61,19 +92,7 @@ static inline int jsondiff_compare(const char *text, size_t len, char *why, size
     } else if (!n) {
         r = -1;
     } else if (!f) {
-        char *t = malloc(len + 1);
-        if (!t)
-            abort();
-        memcpy(t, text, len);
-        bool in = false;
-        for (size_t i = 0; i < len; i++) {
-            if (in && t[i] == '\\')
-                i++;
-            else if (t[i] == '"')
-                in = !in;
-            else if (!in && t[i] == '\t')
-                t[i] = ' ';
-        }
+        char *t = jsondiff_untab(text, len);
         f = tly_parse_value_fy(t, len, a);
         free(t);
         r = f && jsondiff_same(n, f, cr, why, wlen) ? 1 : -2;

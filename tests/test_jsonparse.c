@@ -10,6 +10,11 @@
 ** two lines (lines are not compared for inputs with a CR) and refuses some
 ** tabs between tokens that JSON allows (such inputs must agree once those
 ** tabs are spaces).
+**
+** Also: the same random documents written compact and with whitespace
+** everywhere give equal trees but for positions, and the loader's streaming
+** path (tly_json_stream, a List's items one at a time) builds each item's
+** tree exactly as libfyaml builds it inside the whole document.
 */
 #include "testutil.h"
 
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "jsonread.h"
 #include "tally/node.h"
 
 #include "jsondiff.h"
@@ -208,10 +214,13 @@ static uint64_t rnd(uint64_t *s)
     return *s;
 }
 
-static void ws(buf_t *b, uint64_t *s)
+/* Whitespace drawn from *w, or none (compact) when w is NULL. */
+static void ws(buf_t *b, uint64_t *w)
 {
-    static const char *const w[] = {"", "", "", " ", "\n", "  ", "\r\n", "\t", "\n    "};
-    const char *x = w[rnd(s) % 9];
+    static const char *const spaces[] = {"", "", "", " ", "\n", "  ", "\r\n", "\t", "\n    "};
+    if (!w)
+        return;
+    const char *x = spaces[rnd(w) % 9];
     put(b, x, strlen(x));
 }
 
@@ -227,7 +236,8 @@ static void gen_string(buf_t *b, uint64_t *s)
     put(b, "\"", 1);
 }
 
-static void gen_value(buf_t *b, uint64_t *s, int depth)
+/* A random value: its shape drawn from *s, the whitespace in it from *w (NULL: none). */
+static void gen_value(buf_t *b, uint64_t *s, uint64_t *w, int depth)
 {
     uint64_t k = rnd(s) % (depth > 4 ? 6 : 8);
     static const char *const words[] = {"0", "-0", "17", "-3", "1.25", "6e2", "-1E-3", "true",
@@ -235,21 +245,21 @@ static void gen_value(buf_t *b, uint64_t *s, int depth)
     if (k < 3) {
         gen_string(b, s);
     } else if (k < 6) {
-        const char *w = words[rnd(s) % 11];
-        put(b, w, strlen(w));
+        const char *word = words[rnd(s) % 11];
+        put(b, word, strlen(word));
     } else if (k == 6) {
         put(b, "{", 1);
         uint64_t n = rnd(s) % 4;
         for (uint64_t i = 0; i < n; i++) {
-            ws(b, s);
+            ws(b, w);
             char key[32];
             snprintf(key, sizeof key, "\"k%llu\"", (unsigned long long)i);
             put(b, key, strlen(key));
-            ws(b, s);
+            ws(b, w);
             put(b, ":", 1);
-            ws(b, s);
-            gen_value(b, s, depth + 1);
-            ws(b, s);
+            ws(b, w);
+            gen_value(b, s, w, depth + 1);
+            ws(b, w);
             if (i + 1 < n)
                 put(b, ",", 1);
         }
@@ -258,9 +268,9 @@ static void gen_value(buf_t *b, uint64_t *s, int depth)
         put(b, "[", 1);
         uint64_t n = rnd(s) % 4;
         for (uint64_t i = 0; i < n; i++) {
-            ws(b, s);
-            gen_value(b, s, depth + 1);
-            ws(b, s);
+            ws(b, w);
+            gen_value(b, s, w, depth + 1);
+            ws(b, w);
             if (i + 1 < n)
                 put(b, ",", 1);
         }
@@ -276,7 +286,7 @@ static void test_random_documents_agree(void **state)
     for (int i = 0; i < 20000; i++) {
         buf_t b = {0};
         ws(&b, &s);
-        gen_value(&b, &s, 0);
+        gen_value(&b, &s, &s, 0);
         ws(&b, &s);
         char why[512];
         int r = compare(b.p, b.n, why, sizeof why);
@@ -308,6 +318,108 @@ static void test_random_documents_agree(void **state)
                   strict, g_tabs);
 }
 
+/* Native trees of text, which must parse. */
+static tly_node *must_parse(const char *text, size_t len, tly_arena *a)
+{
+    tly_node *n = tly_parse_value(text, len, a);
+    if (!n)
+        fail_msg("refused: %s", text);
+    return n;
+}
+
+static void test_compact_and_spaced_agree(void **state)
+{
+    (void)state;
+    for (uint64_t i = 1; i <= 5000; i++) {
+        uint64_t s1 = i * 0x9E3779B97F4A7C15ull, s2 = s1, w = i;
+        buf_t c = {0}, sp = {0};
+        gen_value(&c, &s1, NULL, 0);
+        gen_value(&sp, &s2, &w, 0);
+        tly_arena *a = tly_arena_create(4096);
+        char why[512];
+        if (!jsondiff_same_at(must_parse(c.p, c.n, a), must_parse(sp.p, sp.n, a), JD_NO_POSITIONS,
+                              why, sizeof why))
+            fail_msg("%s\ncompact: %s\nspaced: %s", why, c.p, sp.p);
+        tly_arena_destroy(a);
+        free(c.p);
+        free(sp.p);
+    }
+}
+
+/* ---- the streaming path -------------------------------------------------- */
+
+typedef struct {
+    tly_arena *keep;       /* copies of the trees handed over */
+    tly_node *got[64];
+    unsigned n, errors;
+} collected;
+
+static void collect_object(void *ctx, const tly_node *tree, size_t end)
+{
+    collected *c = ctx;
+    (void)end;
+    assert_true(c->n < 64);
+    c->got[c->n++] = tly_node_copy(tree, c->keep);
+}
+
+static void collect_error(void *ctx, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+{
+    (void)line, (void)col, (void)fmt, (void)ap;
+    ((collected *)ctx)->errors++;
+}
+
+/* Streams text; every item must equal libfyaml's tree of the same item in the whole document. */
+static void expect_stream_agrees(const char *text, size_t len, unsigned items)
+{
+    collected c = {.keep = tly_arena_create(4096)};
+    tly_arena *doc = tly_arena_create(4096), *obj = tly_arena_create(4096);
+    tly_jsink sink = {.ctx = &c, .object = collect_object, .error = collect_error};
+    assert_int_equal(tly_json_stream(text, len, doc, obj, &sink), 1);
+    assert_int_equal(c.errors, 0);
+    const tly_node *whole = tly_parse_value_fy(text, len, c.keep);
+    if (!whole)
+        fail_msg("libfyaml refuses: %s", text);
+    const tly_node *list = tly_node_get(whole, "items");
+    assert_int_equal(c.n, items);
+    bool cr = memchr(text, '\r', len) != NULL;
+    char why[512];
+    for (unsigned i = 0; i < items; i++)
+        if (!jsondiff_same(c.got[i], tly_node_at(list, i), cr, why, sizeof why))
+            fail_msg("item %u: %s\n%s", i, why, text);
+    tly_arena_destroy(c.keep);
+    tly_arena_destroy(doc);
+    tly_arena_destroy(obj);
+}
+
+static void test_streamed_items_agree(void **state)
+{
+    (void)state;
+    uint64_t s = 42;
+    for (int i = 0; i < 3000; i++) {
+        buf_t b = {0};
+        uint64_t w = rnd(&s), *wp = i % 3 ? &w : NULL;
+        put(&b, "{\"apiVersion\": \"v1\",", strlen("{\"apiVersion\": \"v1\","));
+        ws(&b, wp);
+        put(&b, "\"items\":", strlen("\"items\":"));
+        ws(&b, wp);
+        put(&b, "[", 1);
+        unsigned n = (unsigned)(rnd(&s) % 6);
+        for (unsigned k = 0; k < n; k++) {
+            ws(&b, wp);
+            gen_value(&b, &s, wp, 1);
+            ws(&b, wp);
+            if (k + 1 < n)
+                put(&b, ",", 1);
+        }
+        put(&b, "], \"kind\": \"List\", \"metadata\":", strlen("], \"kind\": \"List\", \"metadata\":"));
+        gen_value(&b, &s, wp, 1);
+        put(&b, "}", 1);
+        ws(&b, wp);
+        expect_stream_agrees(b.p, b.n, n);
+        free(b.p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +429,8 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_repository_inputs_agree),
         cmocka_unit_test(test_random_documents_agree),
+        cmocka_unit_test(test_compact_and_spaced_agree),
+        cmocka_unit_test(test_streamed_items_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
