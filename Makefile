@@ -61,9 +61,11 @@ fuzz:
 soak:
 	@scripts/deps.sh test
 	@$(CMAKE_GEN) -B $(BUILD) -DTALLY_TESTS=ON >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS) --target test_invariants
+	@cmake --build $(BUILD) -j $(JOBS) --target test_invariants test_live
 	@echo "== invariant soak: 20000 random clusters and 20000 Run event sequences (docs/reliability.md) =="
 	@TALLY_PROPERTY_CASES=$${TALLY_PROPERTY_CASES:-20000} ./$(BUILD)/test_invariants
+	@echo "== live ledger soak: 10^6 random watch events, each checked against a recomputation (docs/live.md) =="
+	@TALLY_LIVE_EVENTS=$${TALLY_LIVE_EVENTS:-1000000} ./$(BUILD)/test_live
 
 install: build
 	@cmake --install $(BUILD) --prefix /usr/local

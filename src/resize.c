@@ -114,7 +114,7 @@ static void pod_charge(tly_store *s, const tly_pod *p, tly_arena *a, tly_qty out
 ** reviewed pod as oldObject instead of the state's copy, reserved upsizes)
 ** along the one path it checks.
 */
-static void *build_ledger(tly_store *s)
+tly_queues *tly_resize_ledger_build(tly_store *s)
 {
     tly_queues *qs = tly_queues_create(s);
     tly_arena *a = tly_arena_create(64 * 1024);
@@ -140,6 +140,7 @@ static void *build_ledger(tly_store *s)
     return qs;
 }
 
+static void *build_ledger(tly_store *s) { return tly_resize_ledger_build(s); }
 static void free_ledger(void *qs) { tly_queues_destroy(qs); }
 
 /* Whether queue j is queue q or one of its ancestors. */

@@ -8,17 +8,33 @@
 */
 #include "tally/resource.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tally/error.h"
 
+/*
+** Thread safety: the live state's writer interns names while webhook threads
+** read them from forks (src/live/). Ids map to names through fixed-size
+** chunks that never move, so tly_names_str() needs no lock: a chunk and its
+** entry are written before the count that publishes the id. Lookups and
+** interning take the mutex; they are rare outside decoding.
+*/
+#define NAME_CHUNK 1024u
+#define NAME_CHUNKS 4096u    /* at most 4 M distinct names */
+
+typedef struct {
+    char *str[NAME_CHUNK];
+    uint32_t len[NAME_CHUNK];
+} name_chunk;
+
 struct tly_names {
-    char **str;         /* id -> name */
-    uint32_t *len;
-    uint32_t n, cap;
-    uint32_t *slots;    /* hash slot -> id + 1 (0 = empty) */
-    uint32_t nslots;    /* power of two */
+    pthread_mutex_t mu;
+    name_chunk **chunks;  /* NAME_CHUNKS slots; id -> chunks[id / NAME_CHUNK] */
+    uint32_t n;           /* published ids (atomic) */
+    uint32_t *slots;      /* hash slot -> id + 1 (0 = empty), under mu */
+    uint32_t nslots;      /* power of two */
 };
 
 static uint32_t hash_bytes(const char *s, size_t len)
@@ -31,13 +47,23 @@ static uint32_t hash_bytes(const char *s, size_t len)
     return h;
 }
 
+static const char *name_at(const tly_names *t, uint32_t id, uint32_t *len)
+{
+    const name_chunk *c = t->chunks[id / NAME_CHUNK];
+    if (len)
+        *len = c->len[id % NAME_CHUNK];
+    return c->str[id % NAME_CHUNK];
+}
+
 static void names_rehash(tly_names *t, uint32_t nslots)
 {
     free(t->slots);
     t->slots = tly_xcalloc(nslots, sizeof *t->slots);
     t->nslots = nslots;
     for (uint32_t id = 0; id < t->n; id++) {
-        uint32_t h = hash_bytes(t->str[id], t->len[id]) & (nslots - 1);
+        uint32_t len;
+        const char *str = name_at(t, id, &len);
+        uint32_t h = hash_bytes(str, len) & (nslots - 1);
         while (t->slots[h])
             h = (h + 1) & (nslots - 1);
         t->slots[h] = id + 1;
@@ -56,6 +82,8 @@ tly_names *tly_names_create(void)
         [TLY_R_RUNS] = "runs",
     };
     tly_names *t = tly_xcalloc(1, sizeof *t);
+    pthread_mutex_init(&t->mu, NULL);
+    t->chunks = tly_xcalloc(NAME_CHUNKS, sizeof *t->chunks);
     names_rehash(t, 64);
     for (int i = 0; i < TLY_R_FIXED_COUNT; i++)
         tly_names_intern(t, fixed[i], strlen(fixed[i]));
@@ -67,57 +95,75 @@ void tly_names_destroy(tly_names *t)
     if (!t)
         return;
     for (uint32_t i = 0; i < t->n; i++)
-        free(t->str[i]);
-    free(t->str);
-    free(t->len);
+        free(t->chunks[i / NAME_CHUNK]->str[i % NAME_CHUNK]);
+    for (uint32_t c = 0; c < NAME_CHUNKS && t->chunks[c]; c++)
+        free(t->chunks[c]);
+    free(t->chunks);
     free(t->slots);
+    pthread_mutex_destroy(&t->mu);
     free(t);
 }
 
-uint32_t tly_names_find(const tly_names *t, const char *s, size_t len)
+static uint32_t find_locked(const tly_names *t, const char *s, size_t len)
 {
     uint32_t h = hash_bytes(s, len) & (t->nslots - 1);
     while (t->slots[h]) {
-        uint32_t id = t->slots[h] - 1;
-        if (t->len[id] == len && memcmp(t->str[id], s, len) == 0)
+        uint32_t id = t->slots[h] - 1, l;
+        const char *str = name_at(t, id, &l);
+        if (l == len && memcmp(str, s, len) == 0)
             return id;
         h = (h + 1) & (t->nslots - 1);
     }
     return TLY_NAME_NONE;
 }
 
+uint32_t tly_names_find(const tly_names *t, const char *s, size_t len)
+{
+    tly_names *w = (tly_names *)t;
+    pthread_mutex_lock(&w->mu);
+    uint32_t id = find_locked(t, s, len);
+    pthread_mutex_unlock(&w->mu);
+    return id;
+}
+
 uint32_t tly_names_intern(tly_names *t, const char *s, size_t len)
 {
-    uint32_t id = tly_names_find(t, s, len);
-    if (id != TLY_NAME_NONE)
+    pthread_mutex_lock(&t->mu);
+    uint32_t id = find_locked(t, s, len);
+    if (id != TLY_NAME_NONE || t->n >= NAME_CHUNK * NAME_CHUNKS) {
+        pthread_mutex_unlock(&t->mu);
+        if (id == TLY_NAME_NONE)
+            tly_oom();  /* 4 M distinct resource names: not a cluster */
         return id;
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 32;
-        t->str = tly_xrealloc(t->str, t->cap * sizeof *t->str);
-        t->len = tly_xrealloc(t->len, t->cap * sizeof *t->len);
     }
-    id = t->n++;
-    t->str[id] = tly_xmalloc(len + 1);
-    memcpy(t->str[id], s, len);
-    t->str[id][len] = '\0';
-    t->len[id] = (uint32_t)len;
-    if (t->n * 2 > t->nslots)
+    id = t->n;
+    name_chunk *c = t->chunks[id / NAME_CHUNK];
+    if (!c)
+        c = t->chunks[id / NAME_CHUNK] = tly_xcalloc(1, sizeof *c);
+    char *copy = tly_xmalloc(len + 1);
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    c->str[id % NAME_CHUNK] = copy;
+    c->len[id % NAME_CHUNK] = (uint32_t)len;
+    __atomic_store_n(&t->n, id + 1, __ATOMIC_RELEASE);
+    if (t->n * 2 > t->nslots) {
         names_rehash(t, t->nslots * 2);
-    else {
+    } else {
         uint32_t h = hash_bytes(s, len) & (t->nslots - 1);
         while (t->slots[h])
             h = (h + 1) & (t->nslots - 1);
         t->slots[h] = id + 1;
     }
+    pthread_mutex_unlock(&t->mu);
     return id;
 }
 
 const char *tly_names_str(const tly_names *t, uint32_t id)
 {
-    return id < t->n ? t->str[id] : NULL;
+    return id < __atomic_load_n(&t->n, __ATOMIC_ACQUIRE) ? name_at(t, id, NULL) : NULL;
 }
 
-uint32_t tly_names_count(const tly_names *t) { return t->n; }
+uint32_t tly_names_count(const tly_names *t) { return __atomic_load_n(&t->n, __ATOMIC_ACQUIRE); }
 
 /* ---- sparse lists -------------------------------------------------------- */
 

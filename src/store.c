@@ -28,8 +28,61 @@ tly_store *tly_store_create(void)
     s->diags = tly_diags_create();
     tly_strmap_init(&s->byname);
     pthread_mutex_init(&s->derived_mu, NULL);
+    pthread_mutex_init(&s->list_mu, NULL);
     s->clock = TLY_NO_TIME;
+    s->own_names = true;
     return s;
+}
+
+tly_store *tly_store_create_view(const tly_store_backend *b, void *ctx, tly_names *names,
+                                 const tly_config *config, const char *scheduler_name)
+{
+    tly_store *s = tly_xcalloc(1, sizeof *s);
+    s->arena = tly_arena_create(64 * 1024);
+    s->names = names;
+    s->diags = tly_diags_create();
+    tly_strmap_init(&s->byname);
+    tly_strmap_init(&s->rt_cache);
+    pthread_mutex_init(&s->derived_mu, NULL);
+    pthread_mutex_init(&s->list_mu, NULL);
+    s->clock = TLY_NO_TIME;
+    s->backend = b;
+    s->backend_ctx = ctx;
+    s->config = config;
+    s->scheduler_name = scheduler_name ? tly_arena_strdup(s->arena, scheduler_name) : NULL;
+    s->queue_label_key = config && config->queue_label_key && *config->queue_label_key
+                             ? config->queue_label_key
+                             : DEFAULT_QUEUE_LABEL;
+    s->finished = true;
+    return s;
+}
+
+void *tly_store_view_ctx(const tly_store *s) { return s->backend ? s->backend_ctx : NULL; }
+
+/* A view's objects of one kind as an array, listed from the backend on first use. */
+static void view_list(const tly_store *cs, int kind)
+{
+    tly_store *s = (tly_store *)cs;
+    if (__atomic_load_n(&s->listed[kind], __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&s->list_mu);
+    if (!s->listed[kind]) {
+        tly_objvec *v = &s->kinds[kind];
+        v->n = s->backend->count(s->backend_ctx, kind);
+        v->cap = v->n;
+        v->v = tly_xmalloc((v->n + 1) * sizeof *v->v);
+        s->backend->list(s->backend_ctx, kind, v->v);
+        __atomic_store_n(&s->listed[kind], 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&s->list_mu);
+}
+
+static void free_rt_cache(tly_strmap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->keys[i])
+            free(m->vals[i]);
+    tly_strmap_free(m);
 }
 
 void tly_store_set_clock(tly_store *s, int64_t t) { s->clock = t; }
@@ -50,6 +103,11 @@ void tly_store_destroy(tly_store *s)
         if (s->derived[i] && s->derived_free[i])
             s->derived_free[i](s->derived[i]);
     pthread_mutex_destroy(&s->derived_mu);
+    pthread_mutex_destroy(&s->list_mu);
+    if (s->backend) {
+        free_rt_cache(&s->rt_cache);
+        s->backend->release(s->backend_ctx);
+    }
     for (int k = 0; k < TLY_K_COUNT; k++)
         free(s->kinds[k].v);
     tly_strmap_free(&s->byname);
@@ -57,7 +115,8 @@ void tly_store_destroy(tly_store *s)
     index_free(&s->runs_by_runtime);
     index_free(&s->runtime_pods);
     index_free(&s->pods_by_queue);
-    tly_names_destroy(s->names);
+    if (s->own_names)
+        tly_names_destroy(s->names);
     tly_diags_destroy(s->diags);
     tly_arena_destroy(s->arena);
     free(s);
@@ -146,6 +205,8 @@ static void *const *index_range(const tly_index *ix, const char *key, uint32_t *
     return ix->v ? ix->v + lo : NULL;
 }
 
+static void build_indexes(tly_store *s);
+
 void tly_store_finish(tly_store *s)
 {
     for (int k = 0; k < TLY_K_COUNT; k++) {
@@ -173,6 +234,12 @@ void tly_store_finish(tly_store *s)
                              ? s->config->queue_label_key
                              : DEFAULT_QUEUE_LABEL;
 
+    build_indexes(s);
+}
+
+/* The pods-by-node, Runs-by-runtime, Runtime Pod and pods-by-queue indexes. */
+static void build_indexes(tly_store *s)
+{
     uint32_t npods = s->kinds[TLY_K_POD].n, nruns = s->kinds[TLY_K_RUN].n;
     entry *e = tly_xmalloc((npods + nruns + 1) * sizeof *e);
     uint32_t n = 0;
@@ -202,6 +269,7 @@ void tly_store_finish(tly_store *s)
     index_build(&s->runtime_pods, e, n);
 
     s->finished = true;
+    s->indexed = true;
     n = 0;
     for (uint32_t i = 0; i < npods; i++) {
         tly_pod *p = s->kinds[TLY_K_POD].v[i];
@@ -214,12 +282,20 @@ void tly_store_finish(tly_store *s)
 
 uint32_t tly_store_count(const tly_store *s, int kind)
 {
-    return (kind >= 0 && kind < TLY_K_COUNT) ? s->kinds[kind].n : 0;
+    if (kind < 0 || kind >= TLY_K_COUNT)
+        return 0;
+    if (s->backend && !__atomic_load_n(&s->listed[kind], __ATOMIC_ACQUIRE))
+        return s->backend->count(s->backend_ctx, kind);
+    return s->kinds[kind].n;
 }
 
 void *tly_store_at(const tly_store *s, int kind, uint32_t i)
 {
-    return (kind >= 0 && kind < TLY_K_COUNT && i < s->kinds[kind].n) ? s->kinds[kind].v[i] : NULL;
+    if (kind < 0 || kind >= TLY_K_COUNT)
+        return NULL;
+    if (s->backend)
+        view_list(s, kind);
+    return i < s->kinds[kind].n ? s->kinds[kind].v[i] : NULL;
 }
 
 void *tly_store_find(const tly_store *s, int kind, const char *ns, const char *name)
@@ -228,6 +304,8 @@ void *tly_store_find(const tly_store *s, int kind, const char *ns, const char *n
         return NULL;
     if (!tly_kind_namespaced(kind))
         ns = NULL;
+    if (s->backend)
+        return s->backend->find(s->backend_ctx, kind, ns, name);
     char buf[512];
     int len = snprintf(buf, sizeof buf, "%d\x1f%s\x1f%s", kind, ns ? ns : "", name);
     if (len < 0 || (size_t)len >= sizeof buf)
@@ -236,8 +314,24 @@ void *tly_store_find(const tly_store *s, int kind, const char *ns, const char *n
     return idx ? s->kinds[kind].v[idx - 1] : NULL;
 }
 
+/* A view builds the indexes over every pod and Run the first time one is asked for. */
+static void view_indexes(const tly_store *cs)
+{
+    tly_store *s = (tly_store *)cs;
+    if (!s->backend || __atomic_load_n(&s->indexed, __ATOMIC_ACQUIRE))
+        return;
+    view_list(s, TLY_K_POD);
+    view_list(s, TLY_K_RUN);
+    view_list(s, TLY_K_PODGROUP);
+    pthread_mutex_lock(&s->list_mu);
+    if (!s->indexed)
+        build_indexes(s);
+    pthread_mutex_unlock(&s->list_mu);
+}
+
 tly_pod *const *tly_store_pods_on_node(const tly_store *s, const char *node, uint32_t *n)
 {
+    view_indexes(s);
     return (tly_pod *const *)index_range(&s->pods_by_node, node, n);
 }
 
@@ -255,12 +349,43 @@ static void *const *ns_range(const tly_index *ix, const char *ns, const char *na
 tly_run *const *tly_store_runs_of_runtime(const tly_store *s, const char *ns,
                                           const char *runtime, uint32_t *n)
 {
+    view_indexes(s);
     return (tly_run *const *)ns_range(&s->runs_by_runtime, ns, runtime, n);
+}
+
+/* A view asks its backend once per (namespace, runtime) and keeps the answer. */
+typedef struct {
+    uint32_t n;
+    tly_pod *v[];
+} rt_list;
+
+static tly_pod *const *view_runtime_pods(const tly_store *cs, const char *ns, const char *runtime,
+                                         uint32_t *n)
+{
+    tly_store *s = (tly_store *)cs;
+    char *key = tly_arena_printf(s->arena, "%s\x1f%s", ns ? ns : "", runtime);
+    pthread_mutex_lock(&s->list_mu);
+    rt_list *hit = tly_strmap_get(&s->rt_cache, key, strlen(key));
+    if (!hit) {
+        tly_pod **pods = NULL;
+        uint32_t cnt = s->backend->runtime_pods(s->backend_ctx, ns, runtime, &pods);
+        hit = tly_xmalloc(sizeof *hit + (cnt + 1) * sizeof *pods);
+        hit->n = cnt;
+        if (cnt)
+            memcpy(hit->v, pods, cnt * sizeof *pods);
+        free(pods);
+        tly_strmap_put(&s->rt_cache, key, strlen(key), hit);
+    }
+    pthread_mutex_unlock(&s->list_mu);
+    *n = hit->n;
+    return hit->v;
 }
 
 tly_pod *const *tly_store_runtime_pods(const tly_store *s, const char *ns,
                                        const char *runtime, uint32_t *n)
 {
+    if (s->backend)
+        return view_runtime_pods(s, ns, runtime, n);
     return (tly_pod *const *)ns_range(&s->runtime_pods, ns, runtime, n);
 }
 
@@ -306,6 +431,7 @@ const char *tly_store_pod_queue(const tly_store *s, const tly_pod *p, const tly_
 
 tly_pod *const *tly_store_pods_in_queue(const tly_store *s, const char *queue, uint32_t *n)
 {
+    view_indexes(s);
     return (tly_pod *const *)index_range(&s->pods_by_queue, queue, n);
 }
 
@@ -327,6 +453,8 @@ static void newer_conditions(int64_t *best, const tly_conditions *c)
 int64_t tly_store_newest_time(const tly_store *s)
 {
     int64_t best = TLY_NO_TIME;
+    for (int k = 0; s->backend && k < TLY_K_COUNT; k++)
+        view_list(s, k);
     for (int k = 0; k < TLY_K_COUNT; k++)
         for (uint32_t i = 0; i < s->kinds[k].n; i++) {
             const tly_meta *m = s->kinds[k].v[i];
@@ -351,6 +479,11 @@ void *tly_store_derived(tly_store *s, int slot, void *(*build)(tly_store *s),
     if (slot < 0 || slot >= TLY_STORE_DERIVED_SLOTS)
         return NULL;
     pthread_mutex_lock(&s->derived_mu);
+    if (!s->derived[slot] && s->backend && s->backend->derived) {
+        void (*free_fn)(void *) = NULL;
+        s->derived[slot] = s->backend->derived(s->backend_ctx, s, slot, &free_fn);
+        s->derived_free[slot] = free_fn;
+    }
     if (!s->derived[slot]) {
         s->derived[slot] = build(s);
         s->derived_free[slot] = destroy;

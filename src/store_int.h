@@ -36,10 +36,18 @@ struct tly_store {
     const tly_config *config;
     int64_t clock;                /* tly_store_set_clock(), or TLY_NO_TIME */
     bool finished;
+    uint8_t indexed;              /* the indexes below are built (atomic for views) */
     tly_index pods_by_node;
     tly_index runs_by_runtime;    /* key "ns\x1fruntime" */
     tly_index runtime_pods;       /* key "ns\x1fruntime" */
     tly_index pods_by_queue;
+    /* A view over a backend (tly_store_create_view): kinds[] fill in on first use. */
+    const tly_store_backend *backend;
+    void *backend_ctx;
+    bool own_names;               /* names is the store's (not a backend's) */
+    uint8_t listed[TLY_K_COUNT];  /* kinds[k] filled from the backend (atomic) */
+    tly_strmap rt_cache;          /* view: "ns\x1fruntime" -> Runtime Pod list */
+    pthread_mutex_t list_mu;      /* a view's lazy arrays, indexes and Runtime Pod lists */
     pthread_mutex_t derived_mu;   /* guards derived[] */
     void *derived[TLY_STORE_DERIVED_SLOTS];
     void (*derived_free[TLY_STORE_DERIVED_SLOTS])(void *);

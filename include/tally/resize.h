@@ -21,6 +21,7 @@
 #include <stdbool.h>
 
 #include "tally/objects.h"
+#include "tally/queues.h"
 #include "tally/store.h"
 
 typedef struct {
@@ -74,6 +75,13 @@ void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
 void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod *old,
                              const tly_resize_extra *extra, size_t n, tly_resize_verdict *v);
 void tly_resize_verdict_free(tly_resize_verdict *v);
+/*
+** The ledger every decision against s starts from, made from s's pods: its
+** queues with every bound, running tally pod's cpu and memory charged. Free
+** with tly_queues_destroy(). Decisions get it once per state through
+** tly_store_derived(); a live fork gets it from the live ledger instead.
+*/
+tly_queues *tly_resize_ledger_build(tly_store *s);
 
 /* A pod's spec sums and effective request (the resize rule), [0] cpu, [1] memory. */
 void tly_resize_pod_size(const tly_pod *p, tly_qty spec[2], tly_qty eff[2]);

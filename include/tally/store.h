@@ -138,4 +138,31 @@ bool tly_store_is_tally_pod(const tly_store *s, const tly_pod *p);
 /* tally's pods whose queue is `queue`, once finished. */
 tly_pod *const *tly_store_pods_in_queue(const tly_store *s, const char *queue, uint32_t *n);
 
+/*
+** A store over another source of objects: a fork of the live state
+** (src/live/). Everything above works on it unchanged, reading through the
+** backend: count and find directly, at() from an array of the kind's objects
+** built on first use, the Runtime Pod index through its own call, and the
+** derived slots through derived() first (the live ledger gives the resize
+** ledger this way, without a pass over every pod). Such a store is finished
+** from the start and read-only; destroying it calls release().
+*/
+typedef struct {
+    uint32_t (*count)(void *ctx, int kind);
+    void *(*find)(void *ctx, int kind, const char *ns, const char *name);
+    /* Every object of the kind in (namespace, name) order, into out[0..count). */
+    void (*list)(void *ctx, int kind, void **out);
+    /* Runtime Pods of (ns, runtime) in name order into a malloc'd array; returns the count. */
+    uint32_t (*runtime_pods)(void *ctx, const char *ns, const char *runtime, tly_pod ***out);
+    /* A derived structure the backend keeps itself, or NULL to build it as usual. */
+    void *(*derived)(void *ctx, tly_store *s, int slot, void (**destroy)(void *));
+    void (*release)(void *ctx);
+} tly_store_backend;
+
+/* names is shared with the backend's objects (tly_names is thread-safe); scheduler_name may be NULL. */
+tly_store *tly_store_create_view(const tly_store_backend *b, void *ctx, tly_names *names,
+                                 const tly_config *config, const char *scheduler_name);
+/* The backend context of a view, or NULL for an ordinary store. */
+void *tly_store_view_ctx(const tly_store *s);
+
 #endif

@@ -1,0 +1,112 @@
+/*
+** live.h: the live state: the cluster as the watches report it, object by
+** object, and the ledger that follows it (src/live/; docs/live.md).
+**
+**   watch events -> tly_live_apply() -> objects (one persistent map per
+**   kind) + indexes + the ledger (what each queue's pods charge)
+**                                   |
+**                         tly_live_fork() -> a tly_store that every engine
+**                         and webhook reads, frozen at that moment
+**
+** One writer thread applies events; it holds the writer lock for one event
+** at a time (microseconds), and taking a fork holds the same lock for a few
+** pointer copies, so a reader never waits behind a burst and the writer is
+** never held up by a reader for longer than that. A fork copies nothing
+** per object: the maps are persistent (ptree.h) and the old versions a fork
+** can still see are freed only after it is released (epoch.h).
+**
+** The ledger keeps, per queue name, the sums of what its bound pods charge
+** (podcharge.h: cpu, memory and GPUs, every allocated resource, the
+** AccountedResources, each also for the non-preemptible pods alone). An event
+** changes the sums by the difference between the pod's old and new charge;
+** a change to something charges depend on (the pod's node, its PodGroup,
+** the PriorityClasses, the AccountedResources, the Config) charges the
+** pods it concerns again. Nothing is ever recomputed from scratch, and
+** tly_live_check() proves that it never needs to be.
+*/
+#ifndef TALLY_LIVE_H
+#define TALLY_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tally/node.h"
+#include "tally/objects.h"
+#include "tally/queues.h"
+#include "tally/store.h"
+
+typedef struct tly_live tly_live;
+
+typedef struct {
+    const char *scheduler_name;   /* --scheduler-name, or NULL (the Config's, else kai-scheduler) */
+} tly_live_options;
+
+tly_live *tly_live_create(const tly_live_options *o);
+/* No fork may be alive. */
+void tly_live_destroy(tly_live *l);
+
+typedef enum { TLY_LIVE_UPSERT = 0, TLY_LIVE_DELETE = 1 } tly_live_op;
+
+/*
+** The writer (one thread): applies one object as the API server sent it
+** (ADDED and MODIFIED are an upsert, DELETED a delete: only the kind,
+** namespace and name of its tree are used then). `name` is what a
+** diagnostic calls it (its API path). An object that does not decode is
+** kept out and counted; one that decodes with problems is kept, as the
+** loader keeps it. Returns TLY_OK, or TLY_EINVAL for a tree that is not an
+** object of a kind tally reads.
+*/
+int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char *name);
+
+/*
+** A relist of one kind (after a 410, or a watch that could not resume):
+** every object the new LIST holds is applied and kept; the ones it does not
+** hold vanished while the watch was down and are deleted. Writer only.
+*/
+typedef struct tly_live_sweep tly_live_sweep;
+tly_live_sweep *tly_live_sweep_begin(tly_live *l, int kind);
+void tly_live_sweep_keep(tly_live_sweep *sw, const char *ns, const char *name);
+/* Deletes what was not kept; returns how many. Frees sw. */
+uint32_t tly_live_sweep_end(tly_live *l, tly_live_sweep *sw);
+
+/*
+** Any thread: the state as of now, as a finished read-only store (store.h).
+** tly_store_destroy() releases it. Its resize ledger comes from the live
+** ledger (no pass over the pods).
+*/
+tly_store *tly_live_fork(tly_live *l);
+
+/*
+** The live ledger of a fork as queue sums: a tly_queues over the fork's
+** queues and AccountedResources with every ledger row charged to its queue
+** and the queue's ancestors (allocated, allocatedNonPreemptible,
+** accounted). NULL for a store that is not a fork. Free with
+** tly_queues_destroy(). Costs the queues and rows, not the pods.
+*/
+tly_queues *tly_live_queues(tly_store *fork);
+
+/* Objects of a kind now; events applied so far (any thread; for metrics). */
+uint32_t tly_live_count(const tly_live *l, int kind);
+uint64_t tly_live_applied(const tly_live *l);
+/* Objects the decoders refused (kept out of the state). */
+uint64_t tly_live_rejected(const tly_live *l);
+/* How long the writer has held its lock at most for one event or fork (ns). */
+uint64_t tly_live_max_hold_ns(const tly_live *l);
+
+/*
+** Writer side, for tests: recomputes the ledger from scratch and compares
+** it with the incremental one; 0 when equal, else the number of queues that
+** differ (a description of the first in why).
+*/
+int tly_live_check(tly_live *l, char *why, size_t whylen);
+
+/*
+** A deliberately wrong delta, kept as a test switch so the property test can
+** show it catches one: TLY_LIVE_FAULT_STALE_CHARGE leaves a pod's old charge
+** in place when its node changes.
+*/
+enum { TLY_LIVE_FAULT_NONE = 0, TLY_LIVE_FAULT_STALE_CHARGE = 1 };
+void tly_live_set_fault(tly_live *l, int fault);
+
+#endif

@@ -1,0 +1,727 @@
+/*
+** live.c: the live state (live.h): objects, indexes and ledger, changed
+** one watch event at a time by one writer, read through forks.
+**
+** What the writer keeps, and who sees it:
+**   kinds[k]   ns\x1fname -> object, per kind        forks (persistent)
+**   rtpods     ns\x1fruntime\x1fpod -> Runtime Pod   forks (persistent)
+**   rows       queue name -> ledger row (ledger.h)   forks (persistent)
+**   charges    pod key -> its charge now             writer only
+**   on_node    node\x1fns\x1fpod -> pod key          writer only: pods to
+**   in_group   ns\x1fgroup\x1fpod -> pod key          charge again when their
+**                                                    node or PodGroup changes
+** The writer-only maps use a private epoch that never moves, so they are
+** changed in place like any mutable map.
+**
+** To compute a charge the writer reads its own current state through a
+** store view ("head") of the same backend as a fork's; the head caches the
+** lists of small kinds (PriorityClasses, Queues, AccountedResources), so it
+** is rebuilt whenever an object that is not a pod changes.
+*/
+#include "tally/live.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "epoch.h"
+#include "ledger.h"
+#include "ptree.h"
+#include "tally/arena.h"
+#include "tally/decode.h"
+#include "tally/error.h"
+#include "tally/nodefit.h"
+#include "tally/podcharge.h"
+
+/* One object of the state and the arena it was decoded into. */
+typedef struct {
+    tly_meta *m;
+    tly_arena *a;
+    uint64_t born;
+} lobj;
+
+/* What a fork (or the writer's head) reads. */
+typedef struct {
+    tly_live *l;
+    uint64_t epoch;          /* the fork's; 0 for the head */
+    tly_ptree *kinds[TLY_K_COUNT];
+    tly_ptree *rtpods;
+    tly_ptree *rows;
+} lview;
+
+struct tly_live {
+    pthread_mutex_t wmu;     /* held by the writer per event, and by fork() */
+    tly_epochs ep;           /* versions forks see */
+    tly_epochs priv;         /* the writer-only maps (never moves) */
+    tly_names *names;
+    char *scheduler_name;
+    tly_ptree *kinds[TLY_K_COUNT];
+    tly_ptree *rtpods;
+    tly_ptree *rows;
+    tly_ptree *charges;      /* pod key -> tly_contrib* */
+    tly_ptree *on_node;
+    tly_ptree *in_group;
+    /* The writer's view of its own state, and the AccountedResources as a queue set. */
+    lview head_ctx;
+    tly_store *head;
+    tly_queues *qs;
+    uint64_t max_gpu_mem;
+    int fault;
+    /* figures */
+    uint32_t counts[TLY_K_COUNT];
+    uint64_t applied, rejected, max_hold_ns;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void held_for(tly_live *l, uint64_t t0)
+{
+    uint64_t d = now_ns() - t0;
+    if (d > __atomic_load_n(&l->max_hold_ns, __ATOMIC_RELAXED))
+        __atomic_store_n(&l->max_hold_ns, d, __ATOMIC_RELAXED);
+}
+
+static void lobj_free(void *p, void *ctx)
+{
+    (void)ctx;
+    lobj *o = p;
+    tly_arena_destroy(o->a);
+    free(o);
+}
+
+/* "ns\x1fname" (ns empty for cluster-scoped kinds) into buf. */
+static const char *obj_key(char *buf, size_t len, const char *ns, const char *name)
+{
+    snprintf(buf, len, "%s\x1f%s", ns ? ns : "", name);
+    return buf;
+}
+
+#define KEYMAX 1024
+
+/* ---- the backend forks and the head read through ------------------------------- */
+
+static uint32_t b_count(void *ctx, int kind)
+{
+    const lview *v = ctx;
+    return tly_ptree_count(v->kinds[kind]);
+}
+
+static void *b_find(void *ctx, int kind, const char *ns, const char *name)
+{
+    const lview *v = ctx;
+    char key[KEYMAX];
+    const lobj *o = tly_ptree_get(v->kinds[kind], obj_key(key, sizeof key, ns, name));
+    return o ? o->m : NULL;
+}
+
+typedef struct {
+    void **out;
+    uint32_t n;
+} collect;
+
+static int collect_obj(void *ctx, const char *key, void *val)
+{
+    (void)key;
+    collect *c = ctx;
+    c->out[c->n++] = ((lobj *)val)->m;
+    return 0;
+}
+
+static void b_list(void *ctx, int kind, void **out)
+{
+    const lview *v = ctx;
+    collect c = {out, 0};
+    tly_ptree_each(v->kinds[kind], collect_obj, &c);
+}
+
+typedef struct {
+    tly_pod **v;
+    uint32_t n, cap;
+} podlist;
+
+static int collect_pod(void *ctx, const char *key, void *val)
+{
+    (void)key;
+    podlist *p = ctx;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 8;
+        p->v = tly_xrealloc(p->v, p->cap * sizeof *p->v);
+    }
+    p->v[p->n++] = val;
+    return 0;
+}
+
+static uint32_t b_runtime_pods(void *ctx, const char *ns, const char *runtime, tly_pod ***out)
+{
+    const lview *v = ctx;
+    char lo[KEYMAX], hi[KEYMAX];
+    snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns ? ns : "", runtime);
+    snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns ? ns : "", runtime);
+    podlist p = {0};
+    tly_ptree_range(v->rtpods, lo, hi, collect_pod, &p);
+    *out = p.v;
+    return p.n;
+}
+
+static void free_queues(void *qs) { tly_queues_destroy(qs); }
+
+static void *b_derived(void *ctx, tly_store *s, int slot, void (**destroy)(void *))
+{
+    const lview *v = ctx;
+    if (slot != TLY_DERIVED_RESIZE_LEDGER)
+        return NULL;
+    /* The queues and AccountedResources are few: list them; the pods are the rows. */
+    tly_queues *qs = tly_queues_create(s);
+    tly_ledger_charge_queues(v->rows, qs);
+    *destroy = free_queues;
+    return qs;
+}
+
+static void b_release_fork(void *ctx)
+{
+    lview *v = ctx;
+    tly_epochs_release(&v->l->ep, v->epoch);
+    free(v);
+}
+
+static void b_release_head(void *ctx) { (void)ctx; }
+
+static const tly_store_backend fork_backend = {
+    b_count, b_find, b_list, b_runtime_pods, b_derived, b_release_fork,
+};
+static const tly_store_backend head_backend = {
+    b_count, b_find, b_list, b_runtime_pods, NULL, b_release_head,
+};
+
+static const tly_config *first_config(const tly_ptree *configs)
+{
+    const tly_ptree *n = tly_ptree_count(configs) ? tly_ptree_at(configs, 0) : NULL;
+    return n ? (const tly_config *)((const lobj *)n->val)->m : NULL;
+}
+
+/* ---- life -------------------------------------------------------------------------- */
+
+tly_live *tly_live_create(const tly_live_options *o)
+{
+    tly_live *l = tly_xcalloc(1, sizeof *l);
+    pthread_mutex_init(&l->wmu, NULL);
+    tly_epochs_init(&l->ep);
+    tly_epochs_init(&l->priv);
+    l->names = tly_names_create();
+    l->scheduler_name = o && o->scheduler_name ? tly_xstrdup(o->scheduler_name) : NULL;
+    l->head_ctx.l = l;
+    return l;
+}
+
+static void drop_head(tly_live *l)
+{
+    if (l->qs)
+        tly_queues_destroy(l->qs);
+    l->qs = NULL;
+    if (l->head)
+        tly_store_destroy(l->head);
+    l->head = NULL;
+}
+
+/* The writer's current state as a store (rebuilt after a non-pod change). */
+static tly_store *head(tly_live *l)
+{
+    memcpy(l->head_ctx.kinds, l->kinds, sizeof l->kinds);
+    l->head_ctx.rtpods = l->rtpods;
+    l->head_ctx.rows = l->rows;
+    if (!l->head)
+        l->head = tly_store_create_view(&head_backend, &l->head_ctx, l->names,
+                                        first_config(l->kinds[TLY_K_CONFIG]), l->scheduler_name);
+    return l->head;
+}
+
+static tly_queues *head_queues(tly_live *l)
+{
+    if (!l->qs)
+        l->qs = tly_queues_create(head(l));
+    return l->qs;
+}
+
+static int free_contrib(void *ctx, const char *key, void *val)
+{
+    (void)ctx, (void)key;
+    tly_contrib_free(val);
+    free(val);
+    return 0;
+}
+
+static int free_lobj_entry(void *ctx, const char *key, void *val)
+{
+    (void)key;
+    tly_epochs *e = ctx;
+    lobj *o = val;
+    tly_epochs_retire(e, o, o->born, lobj_free, NULL);
+    return 0;
+}
+
+static int free_value(void *ctx, const char *key, void *val)
+{
+    (void)ctx, (void)key;
+    free(val);
+    return 0;
+}
+
+void tly_live_destroy(tly_live *l)
+{
+    if (!l)
+        return;
+    drop_head(l);
+    tly_ptree_each(l->on_node, free_value, NULL);
+    tly_ptree_each(l->in_group, free_value, NULL);
+    tly_ptree_each(l->charges, free_contrib, NULL);
+    tly_ptree_free(&l->priv, l->charges);
+    tly_ptree_free(&l->priv, l->on_node);
+    tly_ptree_free(&l->priv, l->in_group);
+    for (int k = 0; k < TLY_K_COUNT; k++) {
+        tly_ptree_each(l->kinds[k], free_lobj_entry, &l->ep);
+        tly_ptree_free(&l->ep, l->kinds[k]);
+    }
+    tly_ptree_free(&l->ep, l->rtpods);
+    tly_ledger_free(&l->ep, l->rows);
+    tly_epochs_reclaim(&l->ep);
+    tly_epochs_destroy(&l->ep);
+    tly_epochs_destroy(&l->priv);
+    tly_names_destroy(l->names);
+    free(l->scheduler_name);
+    pthread_mutex_destroy(&l->wmu);
+    free(l);
+}
+
+/* ---- charges --------------------------------------------------------------------- */
+
+/* The largest GPU memory of any node (for pods on nodes the state lacks). */
+static int max_mem_of(void *ctx, const char *key, void *val)
+{
+    (void)key;
+    uint64_t *best = ctx, m = tly_node_gpu_memory_mib((const tly_k8s_node *)((lobj *)val)->m);
+    if (m > *best)
+        *best = m;
+    return 0;
+}
+
+/* Pod p's charge now, or NULL when it charges nothing. */
+static tly_contrib *charge_of(tly_live *l, const tly_pod *p)
+{
+    tly_store *s = head(l);
+    if (!tly_pod_charges_queues(s, p))
+        return NULL;
+    const tly_k8s_node *n = tly_store_find(s, TLY_K_NODE, NULL, p->node_name);
+    tly_arena *a = tly_arena_create(8192);
+    tly_pod_charge ch;
+    tly_queues *qs = head_queues(l);
+    tly_pod_charge_compute(s, qs, p, n, l->max_gpu_mem, a, &ch);
+    tly_contrib *c = tly_xmalloc(sizeof *c);
+    tly_contrib_from(c, &ch, qs);
+    tly_arena_destroy(a);
+    return c;
+}
+
+/* Charges pod `key` again: the ledger moves from its old charge to its new one. */
+static void recharge(tly_live *l, const char *key, const tly_pod *p)
+{
+    tly_contrib *old = tly_ptree_get(l->charges, key);
+    tly_contrib *neu = p ? charge_of(l, p) : NULL;
+    if (old && neu && tly_contrib_equal(old, neu)) {
+        tly_contrib_free(neu);
+        free(neu);
+        return;
+    }
+    if (old)
+        l->rows = tly_ledger_apply(&l->ep, l->rows, old, -1);
+    if (neu)
+        l->rows = tly_ledger_apply(&l->ep, l->rows, neu, 1);
+    void *prev;
+    l->charges = neu ? tly_ptree_put(&l->priv, l->charges, key, neu, &prev)
+                     : tly_ptree_del(&l->priv, l->charges, key, &prev);
+    if (old) {
+        tly_contrib_free(old);
+        free(old);
+    }
+}
+
+typedef struct {
+    tly_live *l;
+    char **keys;
+    uint32_t n, cap;
+} keylist;
+
+static int collect_key(void *ctx, const char *key, void *val)
+{
+    keylist *k = ctx;
+    if (k->n == k->cap) {
+        k->cap = k->cap ? k->cap * 2 : 16;
+        k->keys = tly_xrealloc(k->keys, k->cap * sizeof *k->keys);
+    }
+    k->keys[k->n++] = tly_xstrdup(val ? (const char *)val : key);
+    return 0;
+}
+
+/* Charges again every pod in the list (its object now, or none when it is gone). */
+static void recharge_keys(tly_live *l, keylist *k)
+{
+    for (uint32_t i = 0; i < k->n; i++) {
+        const lobj *o = tly_ptree_get(l->kinds[TLY_K_POD], k->keys[i]);
+        recharge(l, k->keys[i], o ? (const tly_pod *)o->m : NULL);
+        free(k->keys[i]);
+    }
+    free(k->keys);
+    memset(k, 0, sizeof *k);
+}
+
+static void recharge_range(tly_live *l, tly_ptree *index, const char *lo, const char *hi)
+{
+    keylist k = {.l = l};
+    tly_ptree_range(index, lo, hi, collect_key, &k);
+    recharge_keys(l, &k);
+}
+
+/* Every pod (a change to what all charges depend on). */
+static int collect_pod_key(void *ctx, const char *key, void *val)
+{
+    (void)val;
+    return collect_key(ctx, key, NULL);
+}
+
+static void recharge_all(tly_live *l)
+{
+    keylist k = {.l = l};
+    tly_ptree_each(l->kinds[TLY_K_POD], collect_pod_key, &k);
+    recharge_keys(l, &k);
+}
+
+/* ---- indexes -------------------------------------------------------------------- */
+
+static void index_set(tly_live *l, tly_ptree **ix, const char *a, const char *b, const char *pkey,
+                      const char *pname, bool on)
+{
+    char key[KEYMAX * 2];
+    snprintf(key, sizeof key, "%s\x1f%s\x1f%s", a, b, pname);
+    void *prev;
+    if (on) {
+        *ix = tly_ptree_put(&l->priv, *ix, key, tly_xstrdup(pkey), &prev);
+    } else {
+        *ix = tly_ptree_del(&l->priv, *ix, key, &prev);
+    }
+    free(prev);
+}
+
+/* The writer-only indexes and the Runtime Pod index for pod p (on: added, else removed). */
+static void index_pod(tly_live *l, const char *pkey, const tly_pod *p, bool on)
+{
+    if (p->node_name && *p->node_name)
+        index_set(l, &l->on_node, p->node_name, p->meta.ns, pkey, p->meta.name, on);
+    const char *pg = tly_kvs_get(&p->meta.annotations, "pod-group-name");
+    if (pg && *pg)
+        index_set(l, &l->in_group, p->meta.ns, pg, pkey, p->meta.name, on);
+    const char *rt = tly_kvs_get(&p->meta.labels, "runtime");
+    if (rt) {
+        char key[KEYMAX * 2];
+        snprintf(key, sizeof key, "%s\x1f%s\x1f%s", p->meta.ns, rt, p->meta.name);
+        void *prev;
+        l->rtpods = on ? tly_ptree_put(&l->ep, l->rtpods, key, (void *)p, &prev)
+                       : tly_ptree_del(&l->ep, l->rtpods, key, &prev);
+    }
+}
+
+/* ---- applying events -------------------------------------------------------------- */
+
+/* Whether a node change can change what its pods charge (labels, GPU memory). */
+static bool node_charge_changed(const tly_k8s_node *a, const tly_k8s_node *b)
+{
+    if (!a || !b)
+        return true;
+    if (tly_node_gpu_memory_mib(a) != tly_node_gpu_memory_mib(b) || a->meta.labels.n != b->meta.labels.n)
+        return true;
+    for (uint32_t i = 0; i < a->meta.labels.n; i++) {
+        const char *v = tly_kvs_get(&b->meta.labels, a->meta.labels.v[i].key);
+        if (!v || strcmp(v, a->meta.labels.v[i].val))
+            return true;
+    }
+    return false;
+}
+
+static void after_pod(tly_live *l, const char *key, const tly_pod *old, const tly_pod *neu)
+{
+    if (old)
+        index_pod(l, key, old, false);
+    if (neu)
+        index_pod(l, key, neu, true);
+    bool moved = old && neu && old->node_name && neu->node_name && strcmp(old->node_name, neu->node_name);
+    if (moved && l->fault == TLY_LIVE_FAULT_STALE_CHARGE)
+        return;  /* the test switch: the old charge stays */
+    recharge(l, key, neu);
+}
+
+static void after_node(tly_live *l, const tly_k8s_node *old, const tly_k8s_node *neu)
+{
+    uint64_t best = 0;
+    tly_ptree_each(l->kinds[TLY_K_NODE], max_mem_of, &best);
+    bool max_changed = best != l->max_gpu_mem;
+    l->max_gpu_mem = best;
+    if (max_changed) {
+        recharge_all(l);  /* pods on nodes the state lacks are charged at the largest GPU memory */
+        return;
+    }
+    if ((!old && !neu) || !node_charge_changed(old, neu))
+        return;
+    const char *name = neu ? neu->meta.name : old->meta.name;
+    char lo[KEYMAX], hi[KEYMAX];
+    snprintf(lo, sizeof lo, "%s\x1f", name);
+    snprintf(hi, sizeof hi, "%s\x20", name);
+    recharge_range(l, l->on_node, lo, hi);
+}
+
+static void after_other(tly_live *l, int kind, const tly_meta *old, const tly_meta *neu)
+{
+    const tly_meta *m = neu ? neu : old;
+    if (!m)
+        return;  /* a delete of something that was not there */
+    if (kind == TLY_K_PODGROUP) {
+        char lo[KEYMAX], hi[KEYMAX];
+        snprintf(lo, sizeof lo, "%s\x1f%s\x1f", m->ns, m->name);
+        snprintf(hi, sizeof hi, "%s\x1f%s\x20", m->ns, m->name);
+        recharge_range(l, l->in_group, lo, hi);
+    } else if (kind == TLY_K_PRIORITY_CLASS || kind == TLY_K_CONFIG ||
+               kind == TLY_K_ACCOUNTED_RESOURCE) {
+        recharge_all(l);
+    }
+}
+
+/* Replaces or removes one object and updates everything that depends on it. */
+static void change(tly_live *l, int kind, const char *key, lobj *neu)
+{
+    void *prev = NULL;
+    l->kinds[kind] = neu ? tly_ptree_put(&l->ep, l->kinds[kind], key, neu, &prev)
+                         : tly_ptree_del(&l->ep, l->kinds[kind], key, &prev);
+    lobj *old = prev;
+    if (kind != TLY_K_POD)
+        drop_head(l);  /* the head's lists of small kinds are stale now */
+    const tly_meta *om = old ? old->m : NULL, *nm = neu ? neu->m : NULL;
+    if (kind == TLY_K_POD)
+        after_pod(l, key, (const tly_pod *)om, (const tly_pod *)nm);
+    else if (kind == TLY_K_NODE)
+        after_node(l, (const tly_k8s_node *)om, (const tly_k8s_node *)nm);
+    else
+        after_other(l, kind, om, nm);
+    __atomic_store_n(&l->counts[kind], tly_ptree_count(l->kinds[kind]), __ATOMIC_RELAXED);
+    if (old)
+        tly_epochs_retire(&l->ep, old, old->born, lobj_free, NULL);
+}
+
+/* Decodes obj into an arena of its own; NULL when it is not an object tally reads. */
+static lobj *decode(tly_live *l, const tly_node *obj, const char *name)
+{
+    tly_arena *a = tly_arena_create(4096);
+    tly_diags *d = tly_diags_create();
+    tly_decode_env env = {.arena = a, .names = l->names, .diags = d,
+                          .file = tly_arena_strdup(a, name ? name : "-")};
+    int errors = 0;
+    tly_meta *m = tly_decode_object(&env, obj, &errors);
+    tly_diags_destroy(d);
+    if (!m) {
+        tly_arena_destroy(a);
+        return NULL;
+    }
+    lobj *o = tly_xmalloc(sizeof *o);
+    o->m = m;
+    o->a = a;
+    o->born = tly_epochs_cur(&l->ep);
+    return o;
+}
+
+int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char *name)
+{
+    lobj *o = decode(l, obj, name);
+    if (!o) {
+        __atomic_add_fetch(&l->rejected, 1, __ATOMIC_RELAXED);
+        return TLY_EINVAL;
+    }
+    char key[KEYMAX];
+    obj_key(key, sizeof key, o->m->ns, o->m->name);
+    int kind = o->m->kind;
+    pthread_mutex_lock(&l->wmu);
+    uint64_t t0 = now_ns();
+    o->born = tly_epochs_cur(&l->ep);
+    if (op == TLY_LIVE_DELETE) {
+        change(l, kind, key, NULL);
+        tly_epochs_retire(&l->ep, o, o->born, lobj_free, NULL);
+    } else {
+        change(l, kind, key, o);
+    }
+    held_for(l, t0);
+    pthread_mutex_unlock(&l->wmu);
+    __atomic_add_fetch(&l->applied, 1, __ATOMIC_RELAXED);
+    tly_epochs_reclaim(&l->ep);
+    return TLY_OK;
+}
+
+/* ---- relists --------------------------------------------------------------------- */
+
+struct tly_live_sweep {
+    tly_live *l;
+    int kind;
+    tly_ptree *kept;      /* keys the new LIST holds (writer-only map) */
+};
+
+tly_live_sweep *tly_live_sweep_begin(tly_live *l, int kind)
+{
+    tly_live_sweep *sw = tly_xcalloc(1, sizeof *sw);
+    sw->l = l;
+    sw->kind = kind;
+    return sw;
+}
+
+void tly_live_sweep_keep(tly_live_sweep *sw, const char *ns, const char *name)
+{
+    char key[KEYMAX];
+    void *prev;
+    sw->kept = tly_ptree_put(&sw->l->priv, sw->kept, obj_key(key, sizeof key, ns, name), (void *)1,
+                             &prev);
+}
+
+typedef struct {
+    const tly_ptree *kept;
+    keylist gone;
+} sweep_ctx;
+
+static int not_kept(void *ctx, const char *key, void *val)
+{
+    (void)val;
+    sweep_ctx *c = ctx;
+    return tly_ptree_get(c->kept, key) ? 0 : collect_key(&c->gone, key, NULL);
+}
+
+uint32_t tly_live_sweep_end(tly_live *l, tly_live_sweep *sw)
+{
+    pthread_mutex_lock(&l->wmu);
+    uint64_t t0 = now_ns();
+    sweep_ctx c = {.kept = sw->kept};
+    tly_ptree_each(l->kinds[sw->kind], not_kept, &c);
+    for (uint32_t i = 0; i < c.gone.n; i++) {
+        change(l, sw->kind, c.gone.keys[i], NULL);
+        free(c.gone.keys[i]);
+    }
+    held_for(l, t0);
+    pthread_mutex_unlock(&l->wmu);
+    free(c.gone.keys);
+    tly_ptree_free(&l->priv, sw->kept);
+    uint32_t n = c.gone.n;
+    free(sw);
+    __atomic_add_fetch(&l->applied, n, __ATOMIC_RELAXED);
+    tly_epochs_reclaim(&l->ep);
+    return n;
+}
+
+/* ---- readers ---------------------------------------------------------------------- */
+
+tly_store *tly_live_fork(tly_live *l)
+{
+    lview *v = tly_xcalloc(1, sizeof *v);
+    v->l = l;
+    pthread_mutex_lock(&l->wmu);
+    uint64_t t0 = now_ns();
+    memcpy(v->kinds, l->kinds, sizeof v->kinds);
+    v->rtpods = l->rtpods;
+    v->rows = l->rows;
+    const tly_config *cfg = first_config(l->kinds[TLY_K_CONFIG]);
+    v->epoch = tly_epochs_fork(&l->ep);
+    held_for(l, t0);
+    pthread_mutex_unlock(&l->wmu);
+    return tly_store_create_view(&fork_backend, v, l->names, cfg, l->scheduler_name);
+}
+
+tly_queues *tly_live_queues(tly_store *fork)
+{
+    lview *v = tly_store_view_ctx(fork);
+    if (!v || !v->epoch)
+        return NULL;
+    tly_queues *qs = tly_queues_create(fork);
+    tly_ledger_charge_full(v->rows, qs);
+    return qs;
+}
+
+uint32_t tly_live_count(const tly_live *l, int kind)
+{
+    return kind >= 0 && kind < TLY_K_COUNT ? __atomic_load_n(&l->counts[kind], __ATOMIC_RELAXED) : 0;
+}
+
+uint64_t tly_live_applied(const tly_live *l) { return __atomic_load_n(&l->applied, __ATOMIC_RELAXED); }
+uint64_t tly_live_rejected(const tly_live *l) { return __atomic_load_n(&l->rejected, __ATOMIC_RELAXED); }
+uint64_t tly_live_max_hold_ns(const tly_live *l)
+{
+    return __atomic_load_n(&l->max_hold_ns, __ATOMIC_RELAXED);
+}
+
+void tly_live_set_fault(tly_live *l, int fault) { l->fault = fault; }
+
+/* ---- the check --------------------------------------------------------------------- */
+
+typedef struct {
+    tly_live *l;
+    tly_epochs *e;
+    tly_ptree *rows;
+} fresh;
+
+static int add_fresh(void *ctx, const char *key, void *val)
+{
+    (void)key;
+    fresh *f = ctx;
+    tly_contrib *c = charge_of(f->l, (const tly_pod *)((lobj *)val)->m);
+    if (c) {
+        f->rows = tly_ledger_apply(f->e, f->rows, c, 1);
+        tly_contrib_free(c);
+        free(c);
+    }
+    return 0;
+}
+
+typedef struct {
+    const tly_ptree *other;
+    int diffs;
+    char *why;
+    size_t whylen;
+} cmp_ctx;
+
+static int cmp_rows(void *ctx, const char *key, void *val)
+{
+    cmp_ctx *c = ctx;
+    const tly_qrow *b = tly_ptree_get(c->other, key);
+    if (!b || !tly_qrow_equal(val, b)) {
+        if (!c->diffs)
+            snprintf(c->why, c->whylen, "queue %s: the incremental row differs from one made from scratch%s",
+                     key, b ? "" : " (missing on one side)");
+        c->diffs++;
+    }
+    return 0;
+}
+
+int tly_live_check(tly_live *l, char *why, size_t whylen)
+{
+    pthread_mutex_lock(&l->wmu);
+    tly_epochs e;
+    tly_epochs_init(&e);
+    fresh f = {l, &e, NULL};
+    tly_ptree_each(l->kinds[TLY_K_POD], add_fresh, &f);
+    cmp_ctx a = {f.rows, 0, why, whylen}, b = {l->rows, 0, why, whylen};
+    tly_ptree_each(l->rows, cmp_rows, &a);
+    b.diffs = a.diffs;
+    tly_ptree_each(f.rows, cmp_rows, &b);
+    tly_ledger_free(&e, f.rows);
+    tly_epochs_destroy(&e);
+    pthread_mutex_unlock(&l->wmu);
+    if (!b.diffs && whylen)
+        why[0] = '\0';
+    return b.diffs;
+}
