@@ -63,7 +63,7 @@ typedef struct {
     size_t chunk;  /* size of the next chunk taken from a */
 } jbump;
 
-static void *take(jbump *b, size_t size)
+static inline void *take(jbump *b, size_t size)
 {
     size = (size + 7) & ~(size_t)7;
     if (b->left < size) {
@@ -118,7 +118,7 @@ static void reader_init(jreader *r, const char *buf, size_t len)
 }
 
 /* The position of p, which is on the current line past every string scanned. */
-static jpos pos_at(const jreader *r, const unsigned char *p)
+static inline jpos pos_at(const jreader *r, const unsigned char *p)
 {
     size_t col = (size_t)(p - r->lstart) - r->lcont + 1;
     return (jpos){r->line, col > UINT32_MAX ? UINT32_MAX : (uint32_t)col};
@@ -436,15 +436,22 @@ static size_t unescape(char *out, const unsigned char *s, const unsigned char *e
 ** A NUL-terminated copy of the text s[0..e) in the arena, escapes resolved
 ** when esc (they never make it longer: \uXXXX is 6 bytes for at most 3).
 */
-static char *copy_text(jreader *r, const unsigned char *s, const unsigned char *e, bool esc,
-                       size_t *len)
+static inline char *copy_text(jreader *r, const unsigned char *s, const unsigned char *e,
+                              bool esc, size_t *len)
 {
-    char *out = take(r->b, (size_t)(e - s) + 1);
     size_t n = (size_t)(e - s);
-    if (esc)
+    /* Room for whole 16-byte blocks: a short text is copied in one or two. */
+    char *out = take(r->b, (n + 16) & ~(size_t)15);
+    if (esc) {
         n = unescape(out, s, e);
-    else
+    } else if (n < 16 && (size_t)(r->end - s) >= 16) {
+        memcpy(out, s, 16);
+    } else if (n <= 32 && (size_t)(r->end - s) >= 32) {
+        memcpy(out, s, 16);
+        memcpy(out + 16, s + 16, 16);
+    } else {
         memcpy(out, s, n);
+    }
     out[n] = '\0';
     *len = n;
     return out;
@@ -526,7 +533,7 @@ static const unsigned char *scan_word(jreader *r, int *type, bool *bval)
 /* ---- punctuation --------------------------------------------------------- */
 
 /* At a key: a string; after a comma (comma.line set), not the closing brace. */
-static bool key_start(jreader *r, jpos comma)
+static inline bool key_start(jreader *r, jpos comma)
 {
     if (r->p < r->end && *r->p == '"')
         return true;
@@ -537,7 +544,7 @@ static bool key_start(jreader *r, jpos comma)
 }
 
 /* At an element after a comma: not the closing bracket. */
-static bool element_start(jreader *r, jpos comma)
+static inline bool element_start(jreader *r, jpos comma)
 {
     if (comma.line && r->p < r->end && *r->p == ']')
         return syntax(r, comma, "JSON disallows trailing comma before closing bracket");
@@ -545,7 +552,7 @@ static bool element_start(jreader *r, jpos comma)
 }
 
 /* The ':' after a key, and the whitespace around it. */
-static bool colon(jreader *r)
+static inline bool colon(jreader *r)
 {
     skip_ws(r);
     if (r->p < r->end && *r->p == ':') {
@@ -561,7 +568,7 @@ static bool colon(jreader *r)
 ** After a member or element: 1 a comma (its position in *comma, and the
 ** whitespace after it skipped), 0 the closing bracket, -1 a syntax error.
 */
-static int next_member(jreader *r, unsigned char close, jpos *comma)
+static inline int next_member(jreader *r, unsigned char close, jpos *comma)
 {
     skip_ws(r);
     if (r->p < r->end && *r->p == ',') {
@@ -586,7 +593,7 @@ static int next_member(jreader *r, unsigned char close, jpos *comma)
 ** Steps over an opening bracket and the whitespace after it; true when the
 ** closing bracket follows at once (then it is stepped over too).
 */
-static bool empty_after_open(jreader *r, unsigned char close)
+static inline bool empty_after_open(jreader *r, unsigned char close)
 {
     r->p++;
     skip_ws(r);
@@ -695,7 +702,7 @@ static bool skip_value(jreader *r)
 
 /* ---- building trees ------------------------------------------------------ */
 
-static tly_node *new_node(jreader *r, int type, jpos at)
+static inline tly_node *new_node(jreader *r, int type, jpos at)
 {
     tly_node *n = take(r->b, sizeof *n);
     *n = (tly_node){.type = (uint8_t)type, .line = at.line, .col = at.col};
@@ -704,7 +711,7 @@ static tly_node *new_node(jreader *r, int type, jpos at)
 }
 
 /* The loader's rules for a scalar's text: too long is an error and null, so is a NUL. */
-static bool check_scalar(jreader *r, tly_node *n, size_t len, bool nul)
+static inline bool check_scalar(jreader *r, tly_node *n, size_t len, bool nul)
 {
     jpos at = {n->line, n->col};
     if (len > TLY_MAX_SCALAR) {
@@ -766,23 +773,28 @@ static tly_node *over_limit(jreader *r, int depth, jpos at)
     return n;
 }
 
-/* The key at r->p (key_start checked the quote) and the ':' after it; NULL after a syntax error. */
-static const char *read_key(jreader *r, jpos at)
+/*
+** The key at r->p (key_start checked the quote) and the ':' after it, and
+** its length as a C string; NULL after a syntax error.
+*/
+static const char *read_key(jreader *r, jpos at, size_t *len)
 {
     bool esc = false, nul = false;
     const unsigned char *q = scan_string(r, &esc, &nul);
     if (!q)
         return NULL;
-    size_t len;
-    const char *key = copy_text(r, r->p + 1, q, esc, &len);
+    const char *key = copy_text(r, r->p + 1, q, esc, len);
     r->p = q + 1;
-    if (nul && !problem(r, false, at, "key contains a NUL character"))
-        return NULL;
+    if (nul) {
+        *len = strlen(key);
+        if (!problem(r, false, at, "key contains a NUL character"))
+            return NULL;
+    }
     return colon(r) ? key : NULL;
 }
 
 /* Gives member v of map its key; a duplicate is an error (the later value wins). */
-static bool attach(jreader *r, const tly_node *map, tly_keyset *ks, tly_node *v, const char *key,
+static bool attach(jreader *r, tly_keyset *ks, tly_node *v, const char *key, size_t klen,
                    jpos kat)
 {
     v->key = key;
@@ -790,7 +802,7 @@ static bool attach(jreader *r, const tly_node *map, tly_keyset *ks, tly_node *v,
     v->kcol = kat.col;
     if (r->skipping)
         return true;
-    const tly_node *first = tly_keyset_seen(ks, map, key, v);
+    const tly_node *first = tly_keyset_add(ks, key, klen, v);
     return !first ||
            problem(r, false, kat, "duplicate key \"%s\" (first at line %u)", key, first->kline);
 }
@@ -806,7 +818,8 @@ static tly_node *stream_items(jreader *r, jbump *ob);
 */
 static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *items)
 {
-    tly_keyset ks = {0};
+    tly_keyset ks;
+    tly_keyset_init(&ks);
     tly_node **tail = &n->kids;
     jpos comma = {0, 0};
     int more = -1;
@@ -814,7 +827,8 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
         if (!key_start(r, comma))
             break;
         jpos kat = pos_at(r, r->p);
-        const char *key = read_key(r, kat);
+        size_t klen;
+        const char *key = read_key(r, kat, &klen);
         if (!key)
             break;
         tly_node *v;
@@ -825,7 +839,7 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
         } else {
             v = build(r, depth + 1);
         }
-        if (!v || !attach(r, n, &ks, v, key, kat))
+        if (!v || !attach(r, &ks, v, key, klen, kat))
             break;
         *tail = v;
         tail = &v->next;
@@ -1010,27 +1024,27 @@ tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
 
 /* ---- duplicate keys ------------------------------------------------------ */
 
-const tly_node *tly_keyset_seen(tly_keyset *ks, const tly_node *map, const char *key,
-                                const tly_node *member)
+const tly_node *tly_keyset_add(tly_keyset *ks, const char *key, size_t len,
+                               const tly_node *member)
 {
-    if (!ks->hashed && map->nkids >= 16) {
+    if (!ks->hashed) {
+        for (unsigned i = 0; i < ks->n; i++)
+            if (ks->len[i] == len && memcmp(ks->member[i]->key, key, len) == 0)
+                return ks->member[i];
+        if (ks->n < 16) {
+            ks->member[ks->n] = member;
+            ks->len[ks->n++] = len;
+            return NULL;
+        }
         tly_strmap_init(&ks->set);
-        for (const tly_node *k = map->kids; k; k = k->next)
-            if (!tly_strmap_get(&ks->set, k->key, strlen(k->key)))
-                tly_strmap_put(&ks->set, k->key, strlen(k->key), (void *)k);
+        for (unsigned i = 0; i < ks->n; i++)
+            tly_strmap_put(&ks->set, ks->member[i]->key, ks->len[i], (void *)ks->member[i]);
         ks->hashed = true;
     }
-    if (ks->hashed) {
-        size_t len = strlen(key);
-        const tly_node *first = tly_strmap_get(&ks->set, key, len);
-        if (!first)
-            tly_strmap_put(&ks->set, key, len, (void *)member);
-        return first;
-    }
-    for (const tly_node *k = map->kids; k; k = k->next)
-        if (strcmp(k->key, key) == 0)
-            return k;
-    return NULL;
+    const tly_node *first = tly_strmap_get(&ks->set, key, len);
+    if (!first)
+        tly_strmap_put(&ks->set, key, len, (void *)member);
+    return first;
 }
 
 void tly_keyset_free(tly_keyset *ks)

@@ -56,21 +56,31 @@ long tly_json_stream(const char *buf, size_t len, tly_arena *doc, tly_arena *obj
 bool tly_json_valid(const char *buf, size_t len);
 
 /*
-** Duplicate keys in one map: a linear scan of the members while the map is
-** small, a hash set from 16 members on (so a map with 100,000 keys costs
-** linear time). Zero-initialise; free with tly_keyset_free().
+** Duplicate keys in one map: the first 16 keys are compared one by one
+** (length first), then a hash set takes over, so a map with 100,000 keys
+** costs linear time. Keys compare as C strings. tly_keyset_init() first,
+** tly_keyset_free() after.
 */
 typedef struct {
-    tly_strmap set;
+    const tly_node *member[16];  /* the members checked so far, while few */
+    size_t len[16];              /* strlen of their keys */
+    unsigned n;
     bool hashed;
+    tly_strmap set;
 } tly_keyset;
 
+static inline void tly_keyset_init(tly_keyset *ks)
+{
+    ks->n = 0;
+    ks->hashed = false;
+}
+
 /*
-** The member of map that already has key, or NULL, in which case key is
-** recorded for member (the member about to be appended to map's kids).
+** The earlier member whose key is key[0..len), or NULL, in which case
+** member (whose key is already set) is recorded under it.
 */
-const tly_node *tly_keyset_seen(tly_keyset *ks, const tly_node *map, const char *key,
-                                const tly_node *member);
+const tly_node *tly_keyset_add(tly_keyset *ks, const char *key, size_t len,
+                               const tly_node *member);
 void tly_keyset_free(tly_keyset *ks);
 
 /*
@@ -78,5 +88,7 @@ void tly_keyset_free(tly_keyset *ks);
 ** reference path that tests and fuzz targets compare the native reader with.
 */
 int tly_store_load_fy(tly_store *s, const char *name, const char *text, size_t len, bool json);
+/* The same for a file, mapped and given back as the loader does (for benchmarks). */
+int tly_store_load_file_fy(tly_store *s, const char *path, bool json);
 
 #endif

@@ -294,15 +294,15 @@ static const char *read_key(loader *L, tly_arena *a, struct fy_event *kev, int d
 static void add_member(loader *L, tly_node *n, tly_node ***tail, tly_keyset *ks, tly_node *v,
                        const char *key, uint32_t kline, uint32_t kcol)
 {
+    v->key = key;
+    v->kline = kline;
+    v->kcol = kcol;
     if (!L->skipping) {
-        const tly_node *first = tly_keyset_seen(ks, n, key, v);
+        const tly_node *first = tly_keyset_add(ks, key, strlen(key), v);
         if (first)
             load_error(L, kline, kcol, "duplicate key \"%s\" (first at line %u)", key,
                        first->kline);
     }
-    v->key = key;
-    v->kline = kline;
-    v->kcol = kcol;
     **tail = v;
     *tail = &v->next;
     n->nkids++;
@@ -371,7 +371,8 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
         tly_node *n = new_node(L, a, ev, TLY_N_MAP);
         fy_parser_event_free(L->fyp, ev);
         tly_node **tail = &n->kids;
-        tly_keyset ks = {0};
+        tly_keyset ks;
+        tly_keyset_init(&ks);
         tly_node *out = n;
         struct fy_event *kev;
         int more;
@@ -649,7 +650,8 @@ static bool load_document(loader *L)
     } else {
         tly_node *top = new_node(L, L->doc, ev, TLY_N_MAP);
         fy_parser_event_free(L->fyp, ev);
-        tly_keyset ks = {0};
+        tly_keyset ks;
+        tly_keyset_init(&ks);
         uint32_t items[2] = {0, 0};
         bool ok = load_top_members(L, top, &ks, items);
         tly_keyset_free(&ks);
@@ -973,12 +975,19 @@ int tly_store_load_fy(tly_store *s, const char *name, const char *text, size_t l
     return load_named_buffer(s, name, text, len, BUF_CALLER, json ? READ_FY_JSON : READ_FY_YAML);
 }
 
+static int load_file(tly_store *s, const char *path, int how);
+
+int tly_store_load_file_fy(tly_store *s, const char *path, bool json)
+{
+    return load_file(s, path, json ? READ_FY_JSON : READ_FY_YAML);
+}
+
 /*
 ** A pipe, /dev/stdin or a process substitution (`<(kubectl get pods -o
 ** yaml)`): no size to map, so read it to the end first, into an anonymous
 ** mapping that the JSON reader can give back as it goes. Closes fd.
 */
-static int load_stream(tly_store *s, const char *path, int fd)
+static int load_stream(tly_store *s, const char *path, int fd, int how)
 {
     size_t len = 0, cap = RELEASE_STEP;
     char *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1002,7 +1011,7 @@ static int load_stream(tly_store *s, const char *path, int fd)
             break;
         }
         if (got == 0) {
-            errors = load_named_buffer(s, path, buf, len, BUF_ANON, READ_AUTO);
+            errors = load_named_buffer(s, path, buf, len, BUF_ANON, how);
             break;
         }
         len += (size_t)got;
@@ -1012,7 +1021,8 @@ static int load_stream(tly_store *s, const char *path, int fd)
     return errors;
 }
 
-static int load_file(tly_store *s, const char *path)
+/* Loads one file (a pipe too), read as how says (READ_AUTO: by its name and text). */
+static int load_file(tly_store *s, const char *path, int how)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -1024,7 +1034,7 @@ static int load_file(tly_store *s, const char *path)
         return 1;
     }
     if (!S_ISREG(st.st_mode))
-        return load_stream(s, path, fd);
+        return load_stream(s, path, fd, how);
     if (st.st_size == 0) {
         close(fd);
         return 0;
@@ -1037,7 +1047,7 @@ static int load_file(tly_store *s, const char *path)
         return 1;
     }
     madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
-    int errors = load_named_buffer(s, path, map, (size_t)st.st_size, BUF_FILE, READ_AUTO);
+    int errors = load_named_buffer(s, path, map, (size_t)st.st_size, BUF_FILE, how);
     munmap(map, (size_t)st.st_size);
     return errors;
 }
@@ -1095,14 +1105,14 @@ int tly_store_load_path(tly_store *s, const char *path)
         return 1;
     }
     if (!S_ISDIR(st.st_mode))
-        return load_file(s, path);
+        return load_file(s, path, READ_AUTO);
     char **files = NULL;
     size_t n = 0, cap = 0;
     collect(s, path, &files, &n, &cap, 0);
     qsort(files, n, sizeof *files, cmp_str);
     int errors = 0;
     for (size_t i = 0; i < n; i++) {
-        errors += load_file(s, files[i]);
+        errors += load_file(s, files[i], READ_AUTO);
         free(files[i]);
     }
     free(files);
