@@ -87,6 +87,8 @@ struct tly_server {
 
     pthread_mutex_t state_mu;
     state_ref *state;
+    bool has_source;               /* live: states come from the source, one per decision */
+    tly_server_source source;
 
     pthread_mutex_t tls_mu;
     creds *creds;
@@ -415,6 +417,15 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 
 static state_ref *state_acquire(tly_server *srv)
 {
+    if (srv->has_source) {
+        /* A fork of the live state, used by this request alone. */
+        state_ref *r = malloc(sizeof *r);
+        if (!r)
+            tly_oom();
+        r->store = srv->source.acquire(srv->source.ctx);
+        atomic_init(&r->refs, 1);
+        return r;
+    }
     pthread_mutex_lock(&srv->state_mu);
     state_ref *r = srv->state;
     if (r)
@@ -470,6 +481,20 @@ void tly_server_set_state(tly_server *srv, tly_store *state)
     }
 }
 
+void tly_server_set_source(tly_server *srv, const tly_server_source *src)
+{
+    srv->source = *src;
+    srv->has_source = true;
+}
+
+/* Whether decisions can be made now; why when not. */
+static bool source_ready(tly_server *srv, char *why, size_t whylen)
+{
+    if (!srv->has_source)
+        return true;
+    return srv->source.ready(srv->source.ctx, why, whylen);
+}
+
 void tly_server_state_failed(tly_server *srv, const char *why)
 {
     tly_metrics_state_reload(srv->metrics, false);
@@ -516,6 +541,14 @@ static void log_rejected(tly_server *srv, const request *rq, unsigned status, co
 static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, request *rq)
 {
     uint64_t t0 = mono_ns();
+    char notready[256];
+    if (!source_ready(srv, notready, sizeof notready)) {
+        /* Never a decision on a partial state: 503 lets the API server apply failurePolicy. */
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_UNAVAILABLE, mono_ns() - t0);
+        log_rejected(srv, rq, 503, notready);
+        return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "the live state is not ready: %s\n",
+                          notready);
+    }
     state_ref *st = state_acquire(srv);
     if (!st) {
         tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_ERROR, mono_ns() - t0);
@@ -576,12 +609,17 @@ static enum MHD_Result serve_get(tly_server *srv, struct MHD_Connection *conn, r
         return reply_text(conn, MHD_HTTP_OK, "ok\n");
     }
     if (rq->ep == TLY_EP_READYZ) {
-        state_ref *st = state_acquire(srv);
-        bool ready = st && atomic_load(&srv->accepting);
-        state_release(st);
+        char why[256] = "";
+        bool ready = atomic_load(&srv->accepting) && source_ready(srv, why, sizeof why);
+        if (ready && !srv->has_source) {
+            state_ref *st = state_acquire(srv);
+            ready = st != NULL;
+            state_release(st);
+        }
         tly_metrics_request(srv->metrics, rq->ep, ready ? TLY_OUT_OK : TLY_OUT_UNAVAILABLE, 0);
         return ready ? reply_text(conn, MHD_HTTP_OK, "ok\n")
-                     : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+                     : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready%s%s\n", *why ? ": " : "",
+                                  why);
     }
     tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_OK, 0);
     char *out = NULL;
@@ -590,6 +628,8 @@ static enum MHD_Result serve_get(tly_server *srv, struct MHD_Connection *conn, r
     if (!f)
         tly_oom();
     tly_metrics_render(srv->metrics, f);
+    if (srv->has_source && srv->source.metrics)
+        srv->source.metrics(srv->source.ctx, f);
     fclose(f);
     return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", out, outlen);
 }
@@ -870,6 +910,16 @@ tly_metrics *tly_server_metrics(tly_server *srv) { return srv->metrics; }
 void tly_server_tick(tly_server *srv)
 {
     tls_check(srv, false);
+    if (srv->upsize && srv->has_source) {
+        /* Live: the watch shows enacted, reverted and Infeasible resizes as they happen. */
+        char why[256];
+        if (source_ready(srv, why, sizeof why)) {
+            tly_store *fork = srv->source.acquire(srv->source.ctx);
+            tly_upsize_released rel;
+            tly_upsize_reconcile(srv->upsize, fork, &rel);
+            tly_store_destroy(fork);
+        }
+    }
     if (srv->upsize) {
         size_t n = tly_upsize_expire(srv->upsize);
         tly_metrics_reservations(srv->metrics, tly_upsize_count(srv->upsize));

@@ -177,7 +177,8 @@ char *tly_kube_kind_resource_name(const tly_kube_kind *kk);
 ** resourceVersion (malloc'd) and *date the first page's Date header. A 410
 ** on an expired continue token restarts the list from the start: fn is
 ** first called with item NULL, meaning "forget the items so far". page:
-** items per page (0: 500). fn returns TLY_OK to go on.
+** items per page (0: 500). fn returns TLY_OK to go on. TLY_ENOENT when the
+** server answers 404 (the kind is no longer served), TLY_EAUTH for 401/403.
 */
 typedef int (*tly_kube_item_fn)(void *ctx, const tly_node *item);
 int tly_kube_list(tly_kube *k, const tly_kube_kind *kk, uint32_t page, tly_kube_item_fn fn,

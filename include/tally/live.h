@@ -8,10 +8,11 @@
 **                         tly_live_fork() -> a tly_store that every engine
 **                         and webhook reads, frozen at that moment
 **
-** One writer thread applies events; it holds the writer lock for one event
-** at a time (microseconds), and taking a fork holds the same lock for a few
-** pointer copies, so a reader never waits behind a burst and the writer is
-** never held up by a reader for longer than that. A fork copies nothing
+** Writers (a reflector thread per kind) apply events one at a time: each
+** decodes its object first, then holds the writer lock for that one event
+** (microseconds); taking a fork holds the same lock for a few pointer
+** copies, so a reader never waits behind a burst and a writer is never held
+** up by a reader for longer than that. A fork copies nothing
 ** per object: the maps are persistent (ptree.h) and the old versions a fork
 ** can still see are freed only after it is released (epoch.h).
 **
@@ -49,7 +50,9 @@ void tly_live_destroy(tly_live *l);
 typedef enum { TLY_LIVE_UPSERT = 0, TLY_LIVE_DELETE = 1 } tly_live_op;
 
 /*
-** The writer (one thread): applies one object as the API server sent it
+** A writer (any thread; writers are serialized by the writer lock, and the
+** object is decoded before the lock is taken): applies one object as the
+** API server sent it
 ** (ADDED and MODIFIED are an upsert, DELETED a delete: only the kind,
 ** namespace and name of its tree are used then). `name` is what a
 ** diagnostic calls it (its API path). An object that does not decode is
@@ -69,6 +72,8 @@ tly_live_sweep *tly_live_sweep_begin(tly_live *l, int kind);
 void tly_live_sweep_keep(tly_live_sweep *sw, const char *ns, const char *name);
 /* Deletes what was not kept; returns how many. Frees sw. */
 uint32_t tly_live_sweep_end(tly_live *l, tly_live_sweep *sw);
+/* Forgets a sweep without deleting anything (the LIST failed or restarted). */
+void tly_live_sweep_abort(tly_live_sweep *sw);
 
 /*
 ** Any thread: the state as of now, as a finished read-only store (store.h).

@@ -67,6 +67,22 @@ void tly_server_destroy(tly_server *srv);
 
 /* Takes ownership of a finished store and serves it from the next request on. */
 void tly_server_set_state(tly_server *srv, tly_store *state);
+/*
+** A live source instead of a fixed state (`tally serve --kubeconfig`): every
+** decision takes a fresh fork of the live state (acquire; the server
+** destroys it after the decision), and until ready() says so every
+** admission endpoint answers HTTP 503 (not an AdmissionReview) so that the
+** API server applies the webhook's failurePolicy, and /readyz is 503.
+** metrics() appends its series to /metrics. Set before tly_server_start().
+*/
+typedef struct {
+    void *ctx;
+    tly_store *(*acquire)(void *ctx);
+    bool (*ready)(void *ctx, char *why, size_t whylen);
+    void (*metrics)(void *ctx, FILE *out);
+} tly_server_source;
+void tly_server_set_source(tly_server *srv, const tly_server_source *src);
+
 /* A reload that was refused: counted and logged; the served state stays. */
 void tly_server_state_failed(tly_server *srv, const char *why);
 

@@ -27,6 +27,9 @@
 
 #include "cmd.h"
 #include "common.h"
+#include "live.h"
+#include "tally/live.h"
+#include "tally/reflector.h"
 #include "tally/server.h"
 
 #define DEFAULT_RESERVE_MS (120 * 1000)
@@ -35,12 +38,21 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tally serve --tls-cert FILE --tls-key FILE --state PATH... [options]\n\n"
+            "usage: tally serve --tls-cert FILE --tls-key FILE (--state PATH... | --kubeconfig FILE\n"
+            "                   [--context NAME] | --in-cluster) [options]\n\n"
             "Serves admission decisions (the answers of `tally admit`) over HTTPS.\n\n"
             "  --listen HOST:PORT          address to listen on (default :8443, every address)\n"
             "  --tls-cert FILE             PEM certificate chain; reloaded when the file changes\n"
             "  --tls-key FILE              PEM private key; reloaded when the file changes\n"
             "  --state PATH...             objects to decide against; re-read on SIGHUP\n"
+            "  --kubeconfig FILE, --context NAME, --in-cluster\n"
+            "                              decide against the live cluster, kept by list and watch\n"
+            "  --kube-api-qps N, --kube-api-burst N\n"
+            "                              the API client's rate limit (default 50, burst 100)\n"
+            "  --watch-stale-after D       not ready while a watch is broken longer (default 60s)\n"
+            "  --watch-idle-timeout D      a watch silent this long is restarted (default 90s)\n"
+            "  --discovery-interval D      how often a kind that is not served is looked for\n"
+            "                              again (default 30s)\n"
             "  --reserve-upsizes[=TIMEOUT] admitted upsizes reserve their increase until the state\n"
             "                              shows them enacted, reverted or Infeasible, or TIMEOUT\n"
             "                              passes (default 2m; 90s, 500ms, 1h or seconds)\n"
@@ -101,6 +113,58 @@ static tly_store *load_state(int n, char **paths, char *why, size_t whylen)
     return s;
 }
 
+/* The live mode's pieces, handed to the server as its source. */
+typedef struct {
+    tly_kube *kube;
+    tly_live *live;
+    tly_reflectors *refl;
+    tly_server *srv;
+    long stale_ms;
+} live_mode;
+
+static tly_store *live_acquire(void *ctx) { return tly_live_fork(((live_mode *)ctx)->live); }
+
+static bool live_ready(void *ctx, char *why, size_t whylen)
+{
+    live_mode *m = ctx;
+    return tly_reflectors_ready(m->refl, m->stale_ms, why, whylen);
+}
+
+static void live_metrics(void *ctx, FILE *out) { tly_reflectors_metrics(((live_mode *)ctx)->refl, out); }
+
+static void live_log(void *ctx, int level, const char *event, const char *kind, const char *msg)
+{
+    live_mode *m = ctx;
+    const char *kv[] = {"kind", kind, "msg", msg};
+    tly_server_log(m->srv, level, event, kv, 2);
+}
+
+/* Starts the reflectors and makes the live state the server's source. */
+static int start_live(live_mode *m, tly_server *srv, const tly_cmd_live *lv, long stale_ms,
+                      long idle_ms, long recheck_ms)
+{
+    tly_kube *k;
+    if (tly_cmd_live_connect("serve", lv, &k))
+        return 1;
+    m->live = tly_live_create(NULL);
+    m->srv = srv;
+    m->stale_ms = stale_ms;
+    tly_reflectors_options ro = {.kube = k, .live = m->live, .idle_ms = idle_ms,
+                                 .recheck_ms = recheck_ms, .log = live_log, .log_ctx = m};
+    m->refl = tly_reflectors_start(&ro);
+    m->kube = k;
+    tly_server_source src = {m, live_acquire, live_ready, live_metrics};
+    tly_server_set_source(srv, &src);
+    return 0;
+}
+
+static void stop_live(live_mode *m)
+{
+    tly_reflectors_stop(m->refl);
+    tly_live_destroy(m->live);
+    tly_kube_destroy(m->kube);
+}
+
 int tly_cmd_serve(int argc, char **argv)
 {
     tly_server_config cfg = {.listen = ":8443", .log_level = TLY_LOG_INFO};
@@ -109,9 +173,38 @@ int tly_cmd_serve(int argc, char **argv)
     if (!paths)
         return 1;
     int rc = 2;
+    tly_cmd_live lv;
+    tly_cmd_live_init(&lv);
+    int64_t stale_ms = 60000, idle_ms = 90000, recheck_ms = 30000;
+    live_mode lm = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
+        int lr = tly_cmd_live_option(argc, argv, &i, "serve", &lv);
+        if (lr < 0)
+            goto out;
+        if (lr > 0)
+            continue;
+        static const char *const durations[] = {"--watch-stale-after", "--watch-idle-timeout",
+                                                "--discovery-interval"};
+        int64_t *dst[] = {&stale_ms, &idle_ms, &recheck_ms};
+        int di = -1;
+        for (int k = 0; k < 3; k++) {
+            size_t L = strlen(durations[k]);
+            if (!strncmp(a, durations[k], L) && (a[L] == 0 || a[L] == '='))
+                di = k;
+        }
+        if (di >= 0) {
+            size_t L = strlen(durations[di]);
+            const char *d = a[L] == '=' ? a + L + 1 : i + 1 < argc ? argv[++i] : NULL;
+            *dst[di] = d ? parse_duration(d) : -1;
+            if (*dst[di] < 0) {
+                fprintf(stderr, "tally serve: %s: expected a duration such as 60s, 2m, 500ms\n",
+                        durations[di]);
+                goto out;
+            }
+            continue;
+        }
         /* --flag VALUE or --flag=VALUE for the flags that take one. */
         static const char *const valued[] = {"--listen", "--tls-cert", "--tls-key", "--log-level"};
         int which = -1;
@@ -171,8 +264,11 @@ int tly_cmd_serve(int argc, char **argv)
         usage(stderr);
         goto out;
     }
-    if (npaths == 0) {
-        fprintf(stderr, "tally serve: --state PATH... is required\n");
+    if ((npaths == 0) == !lv.set) {
+        fprintf(stderr, npaths ? "tally serve: give --state PATH... or a live source (--kubeconfig, "
+                                 "--context, --in-cluster), not both\n"
+                               : "tally serve: --state PATH... or a live source (--kubeconfig FILE, "
+                                 "--in-cluster) is required\n");
         usage(stderr);
         goto out;
     }
@@ -193,22 +289,34 @@ int tly_cmd_serve(int argc, char **argv)
         fprintf(stderr, "tally serve: %s\n", err);
         goto out;
     }
-    tly_store *state = load_state(npaths, paths, err, sizeof err);
-    if (!state) {
-        fprintf(stderr, "tally serve: cannot load the state: %s\n", err);
-        tly_server_destroy(srv);
-        goto out;
+    if (lv.set) {
+        if (start_live(&lm, srv, &lv, (long)stale_ms, (long)idle_ms, (long)recheck_ms)) {
+            tly_server_destroy(srv);
+            goto out;
+        }
+    } else {
+        tly_store *state = load_state(npaths, paths, err, sizeof err);
+        if (!state) {
+            fprintf(stderr, "tally serve: cannot load the state: %s\n", err);
+            tly_server_destroy(srv);
+            goto out;
+        }
+        tly_server_set_state(srv, state);
     }
-    tly_server_set_state(srv, state);
     if (tly_server_start(srv, err, sizeof err) != 0) {
         fprintf(stderr, "tally serve: %s\n", err);
+        if (lv.set)
+            stop_live(&lm);
         tly_server_destroy(srv);
         goto out;
     }
     for (;;) {
         struct timespec tick = {1, 0};
         int sig = sigtimedwait(&set, NULL, &tick);
-        if (sig == SIGHUP) {
+        if (sig == SIGHUP && lv.set) {
+            const char *kv[] = {"msg", "the live state follows the API server; nothing to reload"};
+            tly_server_log(srv, TLY_LOG_INFO, "sighup-ignored", kv, 1);
+        } else if (sig == SIGHUP) {
             tly_store *s = load_state(npaths, paths, err, sizeof err);
             if (s)
                 tly_server_set_state(srv, s);
@@ -223,6 +331,8 @@ int tly_cmd_serve(int argc, char **argv)
         }
     }
     tly_server_stop(srv, SHUTDOWN_GRACE_MS);
+    if (lv.set)
+        stop_live(&lm);  /* before the server: the reflectors log through it */
     tly_server_destroy(srv);
     rc = 0;
 out:

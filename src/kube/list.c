@@ -134,6 +134,7 @@ int tly_kube_list(tly_kube *k, const tly_kube_kind *kk, uint32_t page, tly_kube_
             tly_kube_explain_status(k, &r, "list", what, err, errlen);
             rc = r.status == 401 || r.status == 403 ? TLY_EAUTH
                  : r.status == 410                  ? TLY_EGONE
+                 : r.status == 404                  ? TLY_ENOENT
                                                     : TLY_EHTTP;
         }
         if (date && *date == INT64_MIN && rc == TLY_OK)

@@ -560,10 +560,10 @@ int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char 
     } else {
         change(l, kind, key, o);
     }
+    tly_epochs_reclaim(&l->ep);
     held_for(l, t0);
     pthread_mutex_unlock(&l->wmu);
     __atomic_add_fetch(&l->applied, 1, __ATOMIC_RELAXED);
-    tly_epochs_reclaim(&l->ep);
     return TLY_OK;
 }
 
@@ -587,8 +587,21 @@ void tly_live_sweep_keep(tly_live_sweep *sw, const char *ns, const char *name)
 {
     char key[KEYMAX];
     void *prev;
+    /* The private epoch never moves and is only used by whoever holds the writer lock. */
+    pthread_mutex_lock(&sw->l->wmu);
     sw->kept = tly_ptree_put(&sw->l->priv, sw->kept, obj_key(key, sizeof key, ns, name), (void *)1,
                              &prev);
+    pthread_mutex_unlock(&sw->l->wmu);
+}
+
+void tly_live_sweep_abort(tly_live_sweep *sw)
+{
+    if (!sw)
+        return;
+    pthread_mutex_lock(&sw->l->wmu);
+    tly_ptree_free(&sw->l->priv, sw->kept);
+    pthread_mutex_unlock(&sw->l->wmu);
+    free(sw);
 }
 
 typedef struct {
@@ -613,14 +626,14 @@ uint32_t tly_live_sweep_end(tly_live *l, tly_live_sweep *sw)
         change(l, sw->kind, c.gone.keys[i], NULL);
         free(c.gone.keys[i]);
     }
+    tly_ptree_free(&l->priv, sw->kept);
+    tly_epochs_reclaim(&l->ep);
     held_for(l, t0);
     pthread_mutex_unlock(&l->wmu);
     free(c.gone.keys);
-    tly_ptree_free(&l->priv, sw->kept);
     uint32_t n = c.gone.n;
     free(sw);
     __atomic_add_fetch(&l->applied, n, __ATOMIC_RELAXED);
-    tly_epochs_reclaim(&l->ep);
     return n;
 }
 
