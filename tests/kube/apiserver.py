@@ -630,8 +630,8 @@ def control(state, method, path, data):
 def fault(state, data):
     api = state.api
     action = data.get("action")
-    if action not in ("drop-watch", "stall-watch", "error", "gone-list", "latency", "clear",
-                      "close-watch"):
+    if action not in ("drop-watch", "stall-watch", "error", "gone-list", "gone-watch", "latency",
+                      "clear", "close-watch"):
         raise ValueError("unknown action %r" % action)
     rule = dict(data)
     rule.setdefault("count", 1)

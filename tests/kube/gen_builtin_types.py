@@ -90,6 +90,12 @@ def parse(src, ns, types):
                             f = {"type": gotype}
                             if jm and ",omitempty" in jm.group(1):
                                 f["omitempty"] = True
+                            pb = re.search(r'protobuf:"(\w+),(\d+),(\w+)', tag)
+                            if pb:
+                                f["pb"] = [int(pb.group(2)), pb.group(1), pb.group(3) == "rep"]
+                            pv = re.search(r'protobuf_val:"(\w+),', tag)
+                            if pv:
+                                f["pbval"] = pv.group(1)
                             if "listType" in t:
                                 f["listType"] = t["listType"][0]
                             if "listMapKey" in t:

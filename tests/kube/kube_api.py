@@ -14,6 +14,7 @@ import kube_admission
 import kube_convert
 import kube_patch
 import kube_present
+import kube_proto
 import kube_resources
 import kube_schema
 import kube_select
@@ -27,7 +28,7 @@ from kube_store import Expired, Store, decode_continue, dumps, encode_continue, 
 PATCH_TYPES_BUILTIN = ["application/json-patch+json", "application/merge-patch+json",
                        "application/strategic-merge-patch+json", "application/apply-patch+yaml"]
 PATCH_TYPES_CR = ["application/json-patch+json", "application/merge-patch+json",
-                  "application/apply-patch+yaml", "application/apply-patch+cbor"]
+                  "application/apply-patch+yaml"]
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 VERB_OF = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
            "DELETE": "delete"}
@@ -126,7 +127,8 @@ class Faults:
             return True
         if res is None:
             return False
-        return want in (res.plural, "%s/%s" % (res.group, res.plural), res.qualified)
+        return want in (res.plural, "%s/%s" % (res.group, res.plural), res.qualified,
+                        "%s/%s" % (res.group or "core", res.plural))
 
     def take(self, action, res, verb=None):
         with self.lock:
@@ -623,11 +625,14 @@ class Api:
         except ValueError:
             raise st.bad_request("timeoutSeconds: must be a number")
         try:
+            if self.faults.take("gone-watch", res) is not None:
+                raise Expired(self.store.floor if since is None else max(since + 1,
+                                                                         self.store.floor))
             watcher, start_rv = self.store.watch(self.storage_gr(res), match, since, initial)
         except Expired as e:
             # kube-apiserver answers 200 and then one ERROR event.
             watcher = None
-            err = st.expired("too old resource version: %d (%d)" % (since, e.args[0]))
+            err = st.expired("too old resource version: %d (%d)" % (since or 0, e.args[0]))
             return ErrorWatch(err)
         f = self.faults.take("drop-watch", res)
         if f is not None:
@@ -644,6 +649,12 @@ class Api:
 
     def _decode_body(self, req, res):
         ctype = (req.headers.get("content-type") or "application/json").split(";")[0].strip()
+        if ctype == "application/vnd.kubernetes.protobuf":
+            try:
+                return kube_proto.decode(req.body or b"", self.find_resource)
+            except (kube_proto.ProtoError, ValueError, KeyError, IndexError) as e:
+                raise st.bad_request("the object provided is unrecognized (must be of type %s): "
+                                     "%s" % (res.kind, e))
         if ctype not in ("application/json", "application/apply-patch+yaml", "*/*", "") and \
                 not ctype.endswith("+json"):
             raise st.unsupported_media(["application/json", "application/yaml",
@@ -1293,6 +1304,11 @@ class Api:
     def _delete_options(self, req):
         if not req.body:
             opts = {}
+        elif req.body.startswith(kube_proto.MAGIC):
+            try:
+                opts = kube_proto.decode(req.body, self.find_resource)
+            except (kube_proto.ProtoError, ValueError, KeyError, IndexError) as e:
+                raise st.bad_request("error decoding DeleteOptions: %s" % e)
         else:
             try:
                 opts = json.loads(req.body)

@@ -188,7 +188,7 @@ class Store:
     def _event(self, ev):
         self.history.append(ev)
         self.hist_rvs.append(ev.rv)
-        if len(self.history) > self.history_limit * 2:
+        if len(self.history) > self.history_limit:
             self._trim(self.history_limit)
         for w in list(self.watchers.get(ev.gr, ())):
             if w.closed:
