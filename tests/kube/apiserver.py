@@ -321,7 +321,8 @@ class Handler(BaseHTTPRequestHandler):
         ua = self.headers.get("User-Agent", "")
         rec = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) +
                ".%03dZ" % (int(time.time() * 1000) % 1000), "method": self.command,
-               "path": path, "query": u.query, "user": None, "userAgent": ua}
+               "path": path, "query": u.query, "user": None, "userAgent": ua,
+               "contentType": self.headers.get("Content-Type", "")}
         user, ok = self._user(state)
         if not ok or (user is None and path not in PUBLIC_PATHS):
             return self._status(st.unauthorized(), state, rec)

@@ -149,7 +149,7 @@ class RequestFaults(unittest.TestCase):
                           for r in log],
                          [("GET", "/api/v1/namespaces/default/configmaps", "limit=1", 200,
                            "admin"), ("GET", "/api/v1/nope", "", 404, "admin")])
-        self.assertEqual(log[0]["userAgent"], "kube-test/1.0")
+        self.assertEqual((log[0]["userAgent"], log[0]["contentType"]), ("kube-test/1.0", ""))
         self.assertGreater(log[0]["bytes"], 0)
 
 
