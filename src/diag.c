@@ -24,16 +24,22 @@ tly_diags *tly_diags_create(void)
     return tly_xcalloc(1, sizeof(tly_diags));
 }
 
-void tly_diags_destroy(tly_diags *d)
+void tly_diags_clear(tly_diags *d)
 {
-    if (!d)
-        return;
     for (size_t i = 0; i < d->n; i++) {
         free(d->v[i].file);
         free(d->v[i].object);
         free(d->v[i].field);
         free(d->v[i].msg);
     }
+    d->n = 0;
+}
+
+void tly_diags_destroy(tly_diags *d)
+{
+    if (!d)
+        return;
+    tly_diags_clear(d);
     free(d->v);
     free(d);
 }

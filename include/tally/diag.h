@@ -42,6 +42,8 @@ typedef struct tly_diags tly_diags;
 
 tly_diags *tly_diags_create(void);
 void tly_diags_destroy(tly_diags *d);
+/* Forgets every diagnostic (the list is reused). */
+void tly_diags_clear(tly_diags *d);
 
 /*
 ** Records one diagnostic. kind/name/field may be NULL. name is printed as

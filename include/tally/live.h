@@ -96,8 +96,12 @@ uint32_t tly_live_count(const tly_live *l, int kind);
 uint64_t tly_live_applied(const tly_live *l);
 /* Objects the decoders refused (kept out of the state). */
 uint64_t tly_live_rejected(const tly_live *l);
-/* How long the writer has held its lock at most for one event or fork (ns). */
-uint64_t tly_live_max_hold_ns(const tly_live *l);
+/*
+** How long the writer lock was held, at a quantile (0.5, 0.99, 1.0 for the
+** longest) of every event and sweep (fork false) or of every fork (true):
+** the upper bound of a power-of-two bucket, in ns; 0 when none yet.
+*/
+uint64_t tly_live_hold_ns(const tly_live *l, bool fork, double quantile);
 
 /*
 ** Writer side, for tests: recomputes the ledger from scratch and compares

@@ -16,11 +16,7 @@
 
 void tly_contrib_free(tly_contrib *c)
 {
-    free(c->queue);
-    free(c->all);
-    for (uint32_t i = 0; i < c->nacc; i++)
-        free(c->acc[i].ar);
-    free(c->acc);
+    free(c->block);
     memset(c, 0, sizeof *c);
 }
 
@@ -31,18 +27,28 @@ static int cmp_lacc(const void *a, const void *b)
 
 void tly_contrib_from(tly_contrib *c, const tly_pod_charge *ch, const tly_queues *qs)
 {
+    /* One block: the lists, then the queue name and the AccountedResource names. */
     memset(c, 0, sizeof *c);
-    c->queue = tly_xstrdup(ch->queue);
+    size_t strs = strlen(ch->queue) + 1;
+    for (uint32_t i = 0; i < ch->nacc; i++)
+        strs += strlen(tly_queues_accres(qs, ch->acc[i].ar)->meta.name) + 1;
+    size_t lists = ch->all.n * sizeof *c->all + ch->nacc * sizeof *c->acc;
+    char *b = tly_xmalloc(lists + strs);
+    c->block = b;
+    c->all = (tly_rq *)b;
+    c->acc = (tly_lacc *)(b + ch->all.n * sizeof *c->all);
+    char *sp = b + lists;
+    c->queue = strcpy(sp, ch->queue);
+    sp += strlen(sp) + 1;
     c->np = ch->non_preemptible;
     memcpy(c->res, ch->res, sizeof c->res);
     c->nall = ch->all.n;
-    c->all = tly_xmalloc((c->nall + 1) * sizeof *c->all);
     if (c->nall)
         memcpy(c->all, ch->all.v, c->nall * sizeof *c->all);
     c->nacc = ch->nacc;
-    c->acc = tly_xmalloc((c->nacc + 1) * sizeof *c->acc);
     for (uint32_t i = 0; i < ch->nacc; i++) {
-        c->acc[i].ar = tly_xstrdup(tly_queues_accres(qs, ch->acc[i].ar)->meta.name);
+        c->acc[i].ar = strcpy(sp, tly_queues_accres(qs, ch->acc[i].ar)->meta.name);
+        sp += strlen(sp) + 1;
         c->acc[i].q = ch->acc[i].q;
     }
     qsort(c->acc, c->nacc, sizeof *c->acc, cmp_lacc);

@@ -34,6 +34,7 @@ typedef struct {
     uint32_t nall;
     tly_lacc *acc;        /* sorted by AccountedResource name */
     uint32_t nacc;
+    char *block;          /* everything above lives in this one allocation */
 } tly_contrib;
 
 /* One queue's row. */

@@ -6,7 +6,8 @@
 **   kinds[k]   ns\x1fname -> object, per kind        forks (persistent)
 **   rtpods     ns\x1fruntime\x1fpod -> Runtime Pod   forks (persistent)
 **   rows       queue name -> ledger row (ledger.h)   forks (persistent)
-**   charges    pod key -> its charge now             writer only
+**   a pod's charge now                               writer only, kept in
+**                                                    its object's wrapper
 **   on_node    node\x1fns\x1fpod -> pod key          writer only: pods to
 **   in_group   ns\x1fgroup\x1fpod -> pod key          charge again when their
 **                                                    node or PodGroup changes
@@ -35,11 +36,16 @@
 #include "tally/nodefit.h"
 #include "tally/podcharge.h"
 
-/* One object of the state and the arena it was decoded into. */
+/*
+** One object of the state and the arena it was decoded into. `charge` is
+** the writer's alone (what a pod charges now): readers of a fork never
+** touch it, so the writer may change it in an object a fork can see.
+*/
 typedef struct {
     tly_meta *m;
     tly_arena *a;
     uint64_t born;
+    tly_contrib *charge;
 } lobj;
 
 /* What a fork (or the writer's head) reads. */
@@ -60,7 +66,9 @@ struct tly_live {
     tly_ptree *kinds[TLY_K_COUNT];
     tly_ptree *rtpods;
     tly_ptree *rows;
-    tly_ptree *charges;      /* pod key -> tly_contrib* */
+    tly_arena *scratch;      /* one charge computation at a time (writer) */
+    pthread_mutex_t dmu;     /* the decoders' diagnostics list, reused */
+    tly_diags *ddiags;
     tly_ptree *on_node;
     tly_ptree *in_group;
     /* The writer's view of its own state, and the AccountedResources as a queue set. */
@@ -71,7 +79,9 @@ struct tly_live {
     int fault;
     /* figures */
     uint32_t counts[TLY_K_COUNT];
-    uint64_t applied, rejected, max_hold_ns;
+    uint64_t applied, rejected;
+    /* How long the writer lock was held: per event/sweep and per fork, in log2 ns buckets. */
+    uint64_t hold_hist[2][40];
 };
 
 static uint64_t now_ns(void)
@@ -81,17 +91,30 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void held_for(tly_live *l, uint64_t t0)
+enum { HOLD_WRITE = 0, HOLD_FORK = 1 };
+
+static void held_for(tly_live *l, int what, uint64_t t0)
 {
     uint64_t d = now_ns() - t0;
-    if (d > __atomic_load_n(&l->max_hold_ns, __ATOMIC_RELAXED))
-        __atomic_store_n(&l->max_hold_ns, d, __ATOMIC_RELAXED);
+    int b = 0;
+    while (b < 39 && (1ull << (b + 1)) <= d)
+        b++;
+    __atomic_add_fetch(&l->hold_hist[what][b], 1, __ATOMIC_RELAXED);
+}
+
+static void contrib_drop(tly_contrib *c)
+{
+    if (c) {
+        tly_contrib_free(c);
+        free(c);
+    }
 }
 
 static void lobj_free(void *p, void *ctx)
 {
     (void)ctx;
     lobj *o = p;
+    contrib_drop(o->charge);
     tly_arena_destroy(o->a);
     free(o);
 }
@@ -217,6 +240,9 @@ tly_live *tly_live_create(const tly_live_options *o)
     l->names = tly_names_create();
     l->scheduler_name = o && o->scheduler_name ? tly_xstrdup(o->scheduler_name) : NULL;
     l->head_ctx.l = l;
+    l->scratch = tly_arena_create(16 * 1024);
+    l->ddiags = tly_diags_create();
+    pthread_mutex_init(&l->dmu, NULL);
     return l;
 }
 
@@ -249,14 +275,6 @@ static tly_queues *head_queues(tly_live *l)
     return l->qs;
 }
 
-static int free_contrib(void *ctx, const char *key, void *val)
-{
-    (void)ctx, (void)key;
-    tly_contrib_free(val);
-    free(val);
-    return 0;
-}
-
 static int free_lobj_entry(void *ctx, const char *key, void *val)
 {
     (void)key;
@@ -280,8 +298,9 @@ void tly_live_destroy(tly_live *l)
     drop_head(l);
     tly_ptree_each(l->on_node, free_value, NULL);
     tly_ptree_each(l->in_group, free_value, NULL);
-    tly_ptree_each(l->charges, free_contrib, NULL);
-    tly_ptree_free(&l->priv, l->charges);
+    tly_arena_destroy(l->scratch);
+    tly_diags_destroy(l->ddiags);
+    pthread_mutex_destroy(&l->dmu);
     tly_ptree_free(&l->priv, l->on_node);
     tly_ptree_free(&l->priv, l->in_group);
     for (int k = 0; k < TLY_K_COUNT; k++) {
@@ -318,37 +337,38 @@ static tly_contrib *charge_of(tly_live *l, const tly_pod *p)
     if (!tly_pod_charges_queues(s, p))
         return NULL;
     const tly_k8s_node *n = tly_store_find(s, TLY_K_NODE, NULL, p->node_name);
-    tly_arena *a = tly_arena_create(8192);
+    tly_arena_reset(l->scratch);
     tly_pod_charge ch;
     tly_queues *qs = head_queues(l);
-    tly_pod_charge_compute(s, qs, p, n, l->max_gpu_mem, a, &ch);
+    tly_pod_charge_compute(s, qs, p, n, l->max_gpu_mem, l->scratch, &ch);
     tly_contrib *c = tly_xmalloc(sizeof *c);
     tly_contrib_from(c, &ch, qs);
-    tly_arena_destroy(a);
     return c;
 }
 
-/* Charges pod `key` again: the ledger moves from its old charge to its new one. */
-static void recharge(tly_live *l, const char *key, const tly_pod *p)
+/*
+** The ledger moves from what `from` charged to what `to` charges now (either
+** may be NULL: a pod that appears or goes). `to` may be `from` itself: a pod
+** charged again because something it depends on changed.
+*/
+static void recharge(tly_live *l, lobj *from, lobj *to)
 {
-    tly_contrib *old = tly_ptree_get(l->charges, key);
-    tly_contrib *neu = p ? charge_of(l, p) : NULL;
+    tly_contrib *old = from ? from->charge : NULL;
+    tly_contrib *neu = to ? charge_of(l, (const tly_pod *)to->m) : NULL;
+    if (from)
+        from->charge = NULL;
     if (old && neu && tly_contrib_equal(old, neu)) {
-        tly_contrib_free(neu);
-        free(neu);
+        contrib_drop(neu);
+        to->charge = old;
         return;
     }
     if (old)
         l->rows = tly_ledger_apply(&l->ep, l->rows, old, -1);
     if (neu)
         l->rows = tly_ledger_apply(&l->ep, l->rows, neu, 1);
-    void *prev;
-    l->charges = neu ? tly_ptree_put(&l->priv, l->charges, key, neu, &prev)
-                     : tly_ptree_del(&l->priv, l->charges, key, &prev);
-    if (old) {
-        tly_contrib_free(old);
-        free(old);
-    }
+    if (to)
+        to->charge = neu;
+    contrib_drop(old);
 }
 
 typedef struct {
@@ -372,8 +392,9 @@ static int collect_key(void *ctx, const char *key, void *val)
 static void recharge_keys(tly_live *l, keylist *k)
 {
     for (uint32_t i = 0; i < k->n; i++) {
-        const lobj *o = tly_ptree_get(l->kinds[TLY_K_POD], k->keys[i]);
-        recharge(l, k->keys[i], o ? (const tly_pod *)o->m : NULL);
+        lobj *o = tly_ptree_get(l->kinds[TLY_K_POD], k->keys[i]);
+        if (o)
+            recharge(l, o, o);
         free(k->keys[i]);
     }
     free(k->keys);
@@ -452,16 +473,35 @@ static bool node_charge_changed(const tly_k8s_node *a, const tly_k8s_node *b)
     return false;
 }
 
-static void after_pod(tly_live *l, const char *key, const tly_pod *old, const tly_pod *neu)
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* Whether the two versions of a pod sit at the same places of the writer's indexes. */
+static bool same_index_keys(const tly_pod *a, const tly_pod *b)
 {
-    if (old)
+    return same_str(a->node_name, b->node_name) &&
+           same_str(tly_kvs_get(&a->meta.annotations, "pod-group-name"),
+                    tly_kvs_get(&b->meta.annotations, "pod-group-name")) &&
+           same_str(tly_kvs_get(&a->meta.labels, "runtime"), tly_kvs_get(&b->meta.labels, "runtime"));
+}
+
+static void after_pod(tly_live *l, const char *key, lobj *oldo, lobj *newo)
+{
+    const tly_pod *old = oldo ? (const tly_pod *)oldo->m : NULL;
+    const tly_pod *neu = newo ? (const tly_pod *)newo->m : NULL;
+    bool same = old && neu && same_index_keys(old, neu);
+    if (old && !same)
         index_pod(l, key, old, false);
-    if (neu)
+    if (neu && !same)
         index_pod(l, key, neu, true);
+    else if (neu && tly_kvs_get(&neu->meta.labels, "runtime"))
+        index_pod(l, key, neu, true);   /* the Runtime Pod index holds the object itself */
     bool moved = old && neu && old->node_name && neu->node_name && strcmp(old->node_name, neu->node_name);
-    if (moved && l->fault == TLY_LIVE_FAULT_STALE_CHARGE)
-        return;  /* the test switch: the old charge stays */
-    recharge(l, key, neu);
+    if (moved && l->fault == TLY_LIVE_FAULT_STALE_CHARGE) {
+        newo->charge = oldo->charge;   /* the test switch: the old charge stays */
+        oldo->charge = NULL;
+        return;
+    }
+    recharge(l, oldo, newo);
 }
 
 static void after_node(tly_live *l, const tly_k8s_node *old, const tly_k8s_node *neu)
@@ -510,7 +550,7 @@ static void change(tly_live *l, int kind, const char *key, lobj *neu)
         drop_head(l);  /* the head's lists of small kinds are stale now */
     const tly_meta *om = old ? old->m : NULL, *nm = neu ? neu->m : NULL;
     if (kind == TLY_K_POD)
-        after_pod(l, key, (const tly_pod *)om, (const tly_pod *)nm);
+        after_pod(l, key, old, neu);
     else if (kind == TLY_K_NODE)
         after_node(l, (const tly_k8s_node *)om, (const tly_k8s_node *)nm);
     else
@@ -523,18 +563,31 @@ static void change(tly_live *l, int kind, const char *key, lobj *neu)
 /* Decodes obj into an arena of its own; NULL when it is not an object tally reads. */
 static lobj *decode(tly_live *l, const tly_node *obj, const char *name)
 {
-    tly_arena *a = tly_arena_create(4096);
-    tly_diags *d = tly_diags_create();
+    /* Most objects fit a 2 KiB block (a decoded pod is about 1.7 KiB). */
+    tly_arena *a = tly_arena_create(2048);
+    tly_diags *d = NULL;
+    pthread_mutex_t *dm = NULL;
+    if (pthread_mutex_trylock(&l->dmu) == 0) {
+        dm = &l->dmu;
+        d = l->ddiags;
+    } else {
+        d = tly_diags_create();  /* another reflector is decoding: a list of its own */
+    }
     tly_decode_env env = {.arena = a, .names = l->names, .diags = d,
                           .file = tly_arena_strdup(a, name ? name : "-")};
     int errors = 0;
     tly_meta *m = tly_decode_object(&env, obj, &errors);
-    tly_diags_destroy(d);
+    if (dm) {
+        tly_diags_clear(d);
+        pthread_mutex_unlock(dm);
+    } else {
+        tly_diags_destroy(d);
+    }
     if (!m) {
         tly_arena_destroy(a);
         return NULL;
     }
-    lobj *o = tly_xmalloc(sizeof *o);
+    lobj *o = tly_xcalloc(1, sizeof *o);
     o->m = m;
     o->a = a;
     o->born = tly_epochs_cur(&l->ep);
@@ -561,7 +614,7 @@ int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char 
         change(l, kind, key, o);
     }
     tly_epochs_reclaim(&l->ep);
-    held_for(l, t0);
+    held_for(l, HOLD_WRITE, t0);
     pthread_mutex_unlock(&l->wmu);
     __atomic_add_fetch(&l->applied, 1, __ATOMIC_RELAXED);
     return TLY_OK;
@@ -628,7 +681,7 @@ uint32_t tly_live_sweep_end(tly_live *l, tly_live_sweep *sw)
     }
     tly_ptree_free(&l->priv, sw->kept);
     tly_epochs_reclaim(&l->ep);
-    held_for(l, t0);
+    held_for(l, HOLD_WRITE, t0);
     pthread_mutex_unlock(&l->wmu);
     free(c.gone.keys);
     uint32_t n = c.gone.n;
@@ -650,7 +703,7 @@ tly_store *tly_live_fork(tly_live *l)
     v->rows = l->rows;
     const tly_config *cfg = first_config(l->kinds[TLY_K_CONFIG]);
     v->epoch = tly_epochs_fork(&l->ep);
-    held_for(l, t0);
+    held_for(l, HOLD_FORK, t0);
     pthread_mutex_unlock(&l->wmu);
     return tly_store_create_view(&fork_backend, v, l->names, cfg, l->scheduler_name);
 }
@@ -672,9 +725,23 @@ uint32_t tly_live_count(const tly_live *l, int kind)
 
 uint64_t tly_live_applied(const tly_live *l) { return __atomic_load_n(&l->applied, __ATOMIC_RELAXED); }
 uint64_t tly_live_rejected(const tly_live *l) { return __atomic_load_n(&l->rejected, __ATOMIC_RELAXED); }
-uint64_t tly_live_max_hold_ns(const tly_live *l)
+uint64_t tly_live_hold_ns(const tly_live *l, bool fork, double quantile)
 {
-    return __atomic_load_n(&l->max_hold_ns, __ATOMIC_RELAXED);
+    const uint64_t *h = l->hold_hist[fork ? HOLD_FORK : HOLD_WRITE];
+    uint64_t total = 0, seen = 0;
+    for (int b = 0; b < 40; b++)
+        total += __atomic_load_n(&h[b], __ATOMIC_RELAXED);
+    if (!total)
+        return 0;
+    uint64_t want = (uint64_t)((double)total * quantile);
+    if (want >= total)
+        want = total - 1;
+    for (int b = 0; b < 40; b++) {
+        seen += __atomic_load_n(&h[b], __ATOMIC_RELAXED);
+        if (seen > want)
+            return 1ull << (b + 1);  /* the bucket's upper bound */
+    }
+    return UINT64_MAX;
 }
 
 void tly_live_set_fault(tly_live *l, int fault) { l->fault = fault; }
@@ -694,8 +761,7 @@ static int add_fresh(void *ctx, const char *key, void *val)
     tly_contrib *c = charge_of(f->l, (const tly_pod *)((lobj *)val)->m);
     if (c) {
         f->rows = tly_ledger_apply(f->e, f->rows, c, 1);
-        tly_contrib_free(c);
-        free(c);
+        contrib_drop(c);
     }
     return 0;
 }

@@ -1,0 +1,195 @@
+/*
+** bench_live.c: watch events applied to the live state (include/tally/live.h).
+**
+**   bench-live PODS EVENTS [FORKS]
+**
+** Builds a cluster of PODS running pods (about 4 KB of JSON each, as the API
+** server sends a pod: labels, annotations, owner references, two
+** containers with requests and limits, status with conditions and container
+** statuses) on PODS/50 GPU nodes in 100 queues, applied as ADDED events.
+** Then applies EVENTS watch events of the three common kinds, in turn: a
+** bind (a pending pod gets its node and Running), a phase change (Running ->
+** Succeeded, which releases the pod's charge), a resize status (the
+** kubelet's new container resources). Each event's JSON is written before
+** the clock starts; what is timed is what the reflector does per event:
+** parse the bytes, decode, apply (objects, indexes, ledger). Meanwhile FORKS
+** forks are taken at even intervals and held for the next interval, so the
+** writer pays its copy-on-write as it would with webhooks reading.
+**
+** Prints events/s and the writer's longest hold of its lock; under
+** callgrind (scripts/bench.sh) the instructions per event at two sizes
+** tell whether an event's cost grows with the cluster.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__has_include) && __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
+
+#include "bench.h"
+#include "tally/arena.h"
+#include "tally/live.h"
+#include "tally/node.h"
+
+#define NODES_PER 50
+#define QUEUES 100
+
+static size_t pod_json(char *buf, size_t n, long i, int phase, const char *node, int cpu_status)
+{
+    static const char *const phases[] = {"Pending", "Running", "Succeeded"};
+    char nodefield[64] = "", status[512] = "";
+    if (node)
+        snprintf(nodefield, sizeof nodefield, "\"nodeName\":\"%s\",", node);
+    if (cpu_status)
+        snprintf(status, sizeof status,
+                 ",\"containerStatuses\":[{\"name\":\"main\",\"ready\":true,\"restartCount\":0,"
+                 "\"image\":\"registry.example/train:1\",\"imageID\":\"registry.example/train@sha256:0\","
+                 "\"containerID\":\"containerd://%08lx\",\"started\":true,\"resources\":{\"requests\":"
+                 "{\"cpu\":\"%d\",\"memory\":\"16Gi\"}},\"allocatedResources\":{\"cpu\":\"%d\","
+                 "\"memory\":\"16Gi\"},\"state\":{\"running\":{\"startedAt\":\"2026-11-30T10:00:05Z\"}}}]",
+                 i, cpu_status, cpu_status);
+    return (size_t)snprintf(
+        buf, n,
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-%06ld-worker-%ld\","
+        "\"generateName\":\"train-%06ld-worker-\",\"namespace\":\"team-%02ld\",\"uid\":"
+        "\"6b1f0c9e-%04lx-4c2a-9f3e-%012lx\",\"resourceVersion\":\"%ld\",\"creationTimestamp\":"
+        "\"2026-11-30T10:00:00Z\",\"labels\":{\"app\":\"train\",\"kai.scheduler/queue\":\"q%02ld\","
+        "\"batch.kubernetes.io/job-name\":\"train-%06ld\",\"batch.kubernetes.io/controller-uid\":"
+        "\"a860ea7d-5227-4ce1-80f5-%012lx\",\"controller-uid\":\"a860ea7d-5227-4ce1-80f5-%012lx\","
+        "\"job-name\":\"train-%06ld\",\"team\":\"team-%02ld\"},\"annotations\":{\"gpu-compute\":\"50\","
+        "\"kubectl.kubernetes.io/default-container\":\"main\",\"prometheus.io/scrape\":\"true\","
+        "\"prometheus.io/port\":\"9090\"},\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+        "\"kind\":\"Job\",\"name\":\"train-%06ld\",\"uid\":\"a860ea7d-5227-4ce1-80f5-%012lx\","
+        "\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"schedulerName\":\"kai-scheduler\","
+        "%s\"priorityClassName\":\"train\",\"restartPolicy\":\"Never\",\"serviceAccountName\":\"default\","
+        "\"terminationGracePeriodSeconds\":30,\"dnsPolicy\":\"ClusterFirst\",\"tolerations\":[{\"key\":"
+        "\"nvidia.com/gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"},{\"key\":"
+        "\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\","
+        "\"tolerationSeconds\":300}],\"containers\":[{\"name\":\"main\",\"image\":"
+        "\"registry.example/train:1\",\"command\":[\"python\",\"-m\",\"train\"],\"args\":["
+        "\"--epochs=10\",\"--batch-size=64\"],\"env\":[{\"name\":\"RANK\",\"value\":\"%ld\"},{\"name\":"
+        "\"WORLD_SIZE\",\"value\":\"8\"}],\"resources\":{\"requests\":{\"cpu\":\"%ld\",\"memory\":"
+        "\"16Gi\",\"nvidia.com/gpu\":\"1\"},\"limits\":{\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"1\"}},"
+        "\"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/data\"},{\"name\":\"kube-api-access\","
+        "\"mountPath\":\"/var/run/secrets/kubernetes.io/serviceaccount\",\"readOnly\":true}]},{\"name\":"
+        "\"sidecar\",\"image\":\"registry.example/log:2\",\"resources\":{\"requests\":{\"cpu\":\"100m\","
+        "\"memory\":\"128Mi\"}}}],\"volumes\":[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":"
+        "\"data-%06ld\"}},{\"name\":\"kube-api-access\",\"projected\":{\"defaultMode\":420,\"sources\":"
+        "[{\"serviceAccountToken\":{\"expirationSeconds\":3607,\"path\":\"token\"}}]}}]},"
+        "\"status\":{\"phase\":\"%s\",\"qosClass\":\"Burstable\",\"hostIP\":\"10.0.%ld.%ld\","
+        "\"podIP\":\"10.244.%ld.%ld\",\"startTime\":\"2026-11-30T10:00:02Z\",\"conditions\":["
+        "{\"type\":\"PodScheduled\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:01Z\"},"
+        "{\"type\":\"Initialized\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:02Z\"},"
+        "{\"type\":\"ContainersReady\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:06Z\"},"
+        "{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:06Z\"}]%s}}",
+        i, i % 8, i, i % QUEUES, i & 0xffff, i, 1000 + i, i % QUEUES, i, i, i, i, i % QUEUES, i, i,
+        nodefield, i % 8, 1 + i % 4, i, phases[phase], (i / 250) % 250, i % 250, (i / 250) % 250, i % 250,
+        status);
+}
+
+static void node_json(char *buf, size_t n, long i)
+{
+    snprintf(buf, n,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-%05ld\",\"labels\":"
+             "{\"nvidia.com/gpu.product\":\"%s\",\"nvidia.com/gpu.memory\":\"81920\"}},\"status\":"
+             "{\"allocatable\":{\"cpu\":\"128\",\"memory\":\"1Ti\",\"nvidia.com/gpu\":\"8\",\"pods\":\"110\"}}}",
+             i, i % 2 ? "H200" : "A100");
+}
+
+static void small(tly_live *l, tly_arena *a, const char *json)
+{
+    tly_arena_reset(a);
+    tly_node *n = tly_parse_value(json, strlen(json), a);
+    if (!n || tly_live_apply(l, TLY_LIVE_UPSERT, n, "bench") != 0) {
+        fprintf(stderr, "bench-live: could not apply %s\n", json);
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench-live PODS EVENTS [FORKS]\n");
+        return 2;
+    }
+    long pods = atol(argv[1]), events = atol(argv[2]), forks = argc > 3 ? atol(argv[3]) : 0;
+    tly_live *l = tly_live_create(NULL);
+    tly_arena *a = tly_arena_create(64 * 1024);
+    char buf[8192];
+    long nodes = pods / NODES_PER + 1;
+    for (long q = 0; q < QUEUES; q++) {
+        snprintf(buf, sizeof buf,
+                 "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"q%02ld\"},"
+                 "\"spec\":{\"resources\":{\"cpu\":{\"quota\":-1,\"limit\":-1},\"memory\":{\"quota\":-1,"
+                 "\"limit\":-1},\"gpu\":{\"quota\":-1,\"limit\":-1}}}}",
+                 q);
+        small(l, a, buf);
+    }
+    small(l, a, "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":"
+                "{\"name\":\"train\"},\"value\":50}");
+    small(l, a, "{\"apiVersion\":\"scheduling.run.ai/v1alpha1\",\"kind\":\"AccountedResource\",\"metadata\":"
+                "{\"name\":\"gpu-h200\"},\"spec\":{\"sources\":[{\"resourceName\":\"nvidia.com/gpu\","
+                "\"match\":{\"nodeLabels\":{\"nvidia.com/gpu.product\":\"H200\"}}}]}}");
+    for (long i = 0; i < nodes; i++) {
+        node_json(buf, sizeof buf, i);
+        small(l, a, buf);
+    }
+    double t0 = now_s();
+    size_t bytes = 0;
+    for (long i = 0; i < pods; i++) {
+        char node[32];
+        snprintf(node, sizeof node, "gpu-%05ld", i / NODES_PER);
+        size_t len = pod_json(buf, sizeof buf, i, 1, node, 0);
+        bytes += len;
+        tly_arena_reset(a);
+        tly_node *n = tly_parse_value(buf, len, a);
+        tly_live_apply(l, TLY_LIVE_UPSERT, n, "bench");
+    }
+    double sync = now_s() - t0;
+    printf("sync: %ld pods (%.0f bytes each) applied in %.2f s: %.0f pods/s\n", pods,
+           (double)bytes / (double)pods, sync, (double)pods / sync);
+
+    double timed = 0;
+    long every = forks ? events / forks : 0;
+    /* Under callgrind (--instr-atstart=no --collect-atstart=no) only parse + apply is counted. */
+    CALLGRIND_START_INSTRUMENTATION;
+    tly_store *held = NULL;
+    for (long e = 0; e < events; e++) {
+        long i = (e * 7919) % pods;
+        char node[32];
+        snprintf(node, sizeof node, "gpu-%05ld", (i + e) % nodes);
+        int kind = (int)(e % 3);
+        size_t len = kind == 0   ? pod_json(buf, sizeof buf, i, 1, node, 0)      /* a bind */
+                     : kind == 1 ? pod_json(buf, sizeof buf, i, 2, node, 0)      /* Succeeded */
+                                 : pod_json(buf, sizeof buf, i, 1, node, 2 + (int)(e % 5)); /* resize */
+        double s = now_s();
+        CALLGRIND_TOGGLE_COLLECT;
+        tly_arena_reset(a);
+        tly_node *n = tly_parse_value(buf, len, a);
+        tly_live_apply(l, TLY_LIVE_UPSERT, n, "bench");
+        CALLGRIND_TOGGLE_COLLECT;
+        timed += now_s() - s;
+        if (every && e % every == 0) {
+            if (held)
+                tly_store_destroy(held);
+            held = tly_live_fork(l);
+        }
+    }
+    if (held)
+        tly_store_destroy(held);
+    printf("events: %ld pod events (bind, phase, resize) at %ld pods: %.0f events/s, %.2f us each\n",
+           events, pods, (double)events / timed, timed * 1e6 / (double)events);
+    printf("writer lock held per event: p50 <= %.1f us, p99 <= %.1f us, max <= %.1f us; per fork "
+           "(%ld taken): p99 <= %.1f us, max <= %.1f us\n",
+           (double)tly_live_hold_ns(l, false, 0.5) / 1e3, (double)tly_live_hold_ns(l, false, 0.99) / 1e3,
+           (double)tly_live_hold_ns(l, false, 1.0) / 1e3, forks,
+           (double)tly_live_hold_ns(l, true, 0.99) / 1e3, (double)tly_live_hold_ns(l, true, 1.0) / 1e3);
+    tly_arena_destroy(a);
+    tly_live_destroy(l);
+    return 0;
+}
