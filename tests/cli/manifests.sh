@@ -7,8 +7,8 @@
 #    webhook rules, the wiring between the objects, the CRD and the JSON patches, the examples;
 # 2. validate.mjs again on broken copies of deploy/: each must fail (the checker checks);
 # 3. `tally validate` on deploy/*.yaml and on the example objects in deploy/examples/;
-# 4. `tally serve` started with the Deployment's own args (paths moved into a temp dir laid out like
-#    the Secret and ConfigMap volumes), answering /readyz.
+# 4. `tally serve` started with the Deployment's own args (--in-cluster against the test API server,
+#    with the service account laid out as the kubelet mounts it), answering /readyz.
 # node_modules is installed once with `npm ci` and reused while package-lock.json is unchanged.
 set -u
 TALLY=$(realpath "${1:?usage: manifests.sh path/to/tally}")
@@ -88,6 +88,11 @@ mutate cert-size webhook.yaml 's/size: 256/size: 2048/' 'spec.privateKey.size: 2
 mutate crd-cost accountedresource-crd.yaml '/maxProperties: 32/d' 'needs maxProperties (CEL cost budget)'
 mutate example examples/accountedresources.yaml 's/unit: percent/unit: "10%"/' 'must match pattern'
 mutate patch-key patches/queue-accountedresources.yaml 's/required: \[resourceRef\]/required: []/' 'list-map key resourceRef must be required'
+mutate rbac-pods webhook.yaml 's/resources: \[namespaces, nodes, pods\]/resources: [namespaces, nodes]/' 'no cluster-wide list and watch of pods'
+mutate rbac-secrets webhook.yaml 's/resources: \[namespaces, nodes, pods\]/resources: [namespaces, nodes, pods, secrets]/' 'secrets'
+mutate rbac-write webhook.yaml '0,/verbs: \[get, list, watch\]/s//verbs: [get, list, watch, patch]/' 'verb patch; tally only reads'
+mutate no-token webhook.yaml 's/      serviceAccountName: tally$/      serviceAccountName: tally\n      automountServiceAccountToken: false/' '--in-cluster needs the service account token mounted'
+mutate two-sources webhook.yaml 's|        - --in-cluster|        - --in-cluster\n        - --state=/state|' 'want exactly one of --state PATH... and --in-cluster'
 
 # 3. tally validate: the top-level manifests hold no object tally rejects (the kinds it does not
 # read are skipped with a note), and the examples are valid.
@@ -103,28 +108,35 @@ if compgen -G "deploy/examples/*.yaml" >/dev/null; then
   "$TALLY" validate "$tmp/bad-ar.yaml" 2>/dev/null | grep -q 'invalid unit' && ok || bad "tally validate accepted a bad unit"
 fi
 
-# 4. tally serve with the Deployment's args. /tls/* and /state/* are moved under $tmp; the state
-# is laid out as the kubelet lays out a ConfigMap volume (..<timestamp>/, ..data symlink, top-level
-# symlinks), holding the examples, so the state-loaded line shows whether objects are read once.
+# 4. tally serve with the Deployment's args, in a Pod as it would be: /tls/* is moved under $tmp,
+# the API server is the test server (tests/kube/apiserver.py) holding the examples, and the service
+# account is laid out as the kubelet mounts it (token, ca.crt, namespace; TALLY_SERVICEACCOUNT_DIR
+# moves /var/run/secrets/kubernetes.io/serviceaccount), with KUBERNETES_SERVICE_HOST/PORT set.
 mapfile -t args < <(node "$MDIR/validate.mjs" --serve-args deploy)
-mkdir -p "$tmp/tls"
+mkdir -p "$tmp/tls" "$tmp/sa"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=tally-manifests \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$tmp/tls/tls.key" -out "$tmp/tls/tls.crt" 2>/dev/null
-mkdir -p "$tmp/state/..2026_01_01_00_00_00.1"
-cp deploy/examples/*.yaml "$tmp/state/..2026_01_01_00_00_00.1/" 2>/dev/null
-ln -s ..2026_01_01_00_00_00.1 "$tmp/state/..data"
-for f in "$tmp"/state/..data/*.yaml; do ln -s "..data/$(basename "$f")" "$tmp/state/$(basename "$f")"; done
+python3 tests/kube/apiserver.py --dir "$tmp/api" >"$tmp/api.log" 2>&1 &
+api=$!
+for _ in $(seq 100); do [ -s "$tmp/api/ready.json" ] && break; sleep 0.1; done
+url=$(jq -r .url "$tmp/api/ready.json")
+jq -r .token "$tmp/api/ready.json" >"$tmp/sa/token"
+cp "$(jq -r .ca "$tmp/api/ready.json")" "$tmp/sa/ca.crt"
+echo tally-system >"$tmp/sa/namespace"
+# The examples go in through kubectl, as a user would apply them.
+kubectl --kubeconfig "$tmp/api/kubeconfig" apply -f deploy/examples/ >/dev/null 2>"$tmp/apply.err" && ok ||
+  { bad "kubectl apply -f deploy/examples/ on the test API server"; cat "$tmp/apply.err"; }
 run=()
 for a in "${args[@]}"; do
   case "$a" in
     --listen=*) a=--listen=127.0.0.1:0 ;;
     --tls-cert=/tls/*|--tls-key=/tls/*) a=${a/=\/tls\//=$tmp/tls/} ;;
-    /state|/state/*) a=$tmp$a ;;
   esac
   run+=("$a")
 done
 [ "${args[0]:-}" = serve ] && ok || bad "Deployment args do not start with serve"
-"$TALLY" "${run[@]}" > "$tmp/serve.log" 2>&1 &
+TALLY_SERVICEACCOUNT_DIR="$tmp/sa" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="${url##*:}" \
+  "$TALLY" "${run[@]}" > "$tmp/serve.log" 2>&1 &
 pid=$!
 port=
 for _ in $(seq 100); do
@@ -135,18 +147,23 @@ for _ in $(seq 100); do
 done
 if [ -n "$port" ]; then
   ok
-  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$tmp/tls/tls.crt" "https://127.0.0.1:$port/readyz")
+  code=
+  for _ in $(seq 100); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$tmp/tls/tls.crt" "https://127.0.0.1:$port/readyz")
+    [ "$code" = 200 ] && break
+    sleep 0.1
+  done
   [ "$code" = 200 ] && ok || bad "/readyz with the Deployment's args: $code"
-  grep -q 'defined twice' "$tmp/serve.log" && bad "the ConfigMap layout made objects appear twice" || ok
   n=$(cat deploy/examples/*.yaml | grep -c '^kind: AccountedResource')
   curl -s --max-time 5 --cacert "$tmp/tls/tls.crt" "https://127.0.0.1:$port/metrics" > "$tmp/metrics"
-  grep -q "^tally_state_objects{kind=\"AccountedResource\"} $n\$" "$tmp/metrics" && [ "$n" -gt 0 ] && ok ||
-    bad "the state should hold the $n example AccountedResources once: $(grep tally_state_objects "$tmp/metrics" | tr '\n' ' ')"
+  grep -q "^tally_objects{kind=\"AccountedResource\"} $n\$" "$tmp/metrics" && [ "$n" -gt 0 ] && ok ||
+    bad "the live state should hold the $n example AccountedResources: $(grep '^tally_objects' "$tmp/metrics" | tr '\n' ' ')"
   kill -TERM "$pid"; wait "$pid"; rc=$?; pid=
   [ "$rc" -eq 0 ] && ok || bad "tally serve exit $rc after SIGTERM"
 else
   bad "tally serve did not start with the Deployment's args: ${run[*]}"; cat "$tmp/serve.log"
 fi
+kill "$api" 2>/dev/null
 
 echo "manifests: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -228,6 +228,13 @@ for (const vwc of vwcs) {
   report("deploy", "contract section 7 paths (each validator exactly once)", e);
 }
 
+// What `tally serve --in-cluster` lists and watches (contract section 2): [API group, resource].
+const LIVE_READS = [["", "namespaces"], ["", "nodes"], ["", "pods"], ["scheduling.k8s.io", "priorityclasses"],
+  ["scheduling.run.ai", "queues"], ["scheduling.run.ai", "accountedresources"], ["scheduling.run.ai", "podgroups"],
+  ["kai.scheduler", "configs"], ["resource.k8s.io", "deviceclasses"], ["resource.k8s.io", "resourceslices"],
+  ["resource.k8s.io", "resourceclaims"], ["resource.k8s.io", "resourceclaimtemplates"], ["kruntimes.io", "runtimes"],
+  ["kruntimes.io", "runs"]];
+
 // wiring: Certificate -> Issuer/Secret -> Deployment mounts -> args; Service -> pods; probes; PDB; RBAC
 {
   const e = [];
@@ -254,8 +261,13 @@ for (const vwc of vwcs) {
       else if (cur) flags[cur].push(a);
       else e.push(`Deployment args: stray argument ${a}`);
     }
-    for (const f of Object.keys(flags)) if (!["listen", "tls-cert", "tls-key", "state", "reserve-upsizes", "log-level"].includes(f)) e.push(`Deployment args: unknown flag --${f}`);
-    for (const f of ["listen", "tls-cert", "tls-key", "state"]) if (!flags[f]?.length) e.push(`Deployment args: --${f} missing`);
+    const known = ["listen", "tls-cert", "tls-key", "state", "reserve-upsizes", "log-level", "in-cluster", "kubeconfig",
+                   "context", "kube-api-qps", "kube-api-burst", "watch-stale-after", "watch-idle-timeout", "discovery-interval"];
+    for (const f of Object.keys(flags)) if (!known.includes(f)) e.push(`Deployment args: unknown flag --${f}`);
+    for (const f of ["listen", "tls-cert", "tls-key"]) if (!flags[f]?.length) e.push(`Deployment args: --${f} missing`);
+    const live = "in-cluster" in flags || "kubeconfig" in flags;
+    if (live === (flags.state?.length > 0)) e.push("Deployment args: want exactly one of --state PATH... and --in-cluster");
+    if ("in-cluster" in flags && flags["in-cluster"].length) e.push("Deployment args: --in-cluster takes no value");
     if (flags["reserve-upsizes"] && d.spec?.replicas !== 1) e.push("--reserve-upsizes needs replicas: 1 (the ledger is per process; docs/serve.md)");
     const mounts = c.volumeMounts ?? [], vols = pod.spec?.volumes ?? [];
     const volFor = (p) => {
@@ -294,6 +306,23 @@ for (const vwc of vwcs) {
     const saObj = find("ServiceAccount", sa, ns);
     if (bound.length === 0 && saObj && saObj.automountServiceAccountToken !== false && pod.spec?.automountServiceAccountToken !== false)
       e.push("the ServiceAccount has no bindings: set automountServiceAccountToken: false");
+    if (live) {
+      // The live mode lists and watches every kind of contract section 2: the account must be able to.
+      if (saObj?.automountServiceAccountToken === false || pod.spec?.automountServiceAccountToken === false)
+        e.push("--in-cluster needs the service account token mounted (automountServiceAccountToken must not be false)");
+      const rules = bound.flatMap((b) => {
+        const role = b.roleRef?.kind === "ClusterRole" ? find("ClusterRole", b.roleRef.name) : find("Role", b.roleRef?.name, ns);
+        if (!role) e.push(`${b.kind} ${b.metadata.name}: no ${b.roleRef?.kind} ${b.roleRef?.name} in deploy/`);
+        return b.kind === "ClusterRoleBinding" && b.roleRef?.kind === "ClusterRole" ? (role?.rules ?? []) : [];
+      });
+      for (const [group, res] of LIVE_READS) {
+        const ok = ["list", "watch"].every((v) => rules.some((r) => (r.apiGroups ?? []).includes(group) &&
+          (r.resources ?? []).includes(res) && (r.verbs ?? []).includes(v)));
+        if (!ok) e.push(`--in-cluster: no cluster-wide list and watch of ${res} (group "${group}") for ServiceAccount ${sa}`);
+      }
+      for (const r of rules) for (const res of r.resources ?? []) for (const g of r.apiGroups ?? [])
+        if (!LIVE_READS.some(([lg, lr]) => lg === g && lr === res)) e.push(`RBAC grants ${res} (group "${g}"), which tally does not read`);
+    }
   }
   for (const r of [...ofKind("Role"), ...ofKind("ClusterRole")]) for (const rule of r.rules ?? []) {
     for (const v of rule.verbs ?? []) if (!["get", "list", "watch"].includes(v)) e.push(`${r.kind} ${r.metadata.name}: verb ${v}; tally only reads`);
