@@ -87,6 +87,20 @@ for ctx in token cert cert-data tokenfile exec insecure; do
   cmp -s "$tmp/ctx.json" "$tmp/file.json" && ok || { bad "context $ctx"; head -3 "$tmp/ctx.err"; }
 done
 [ "$(wc -l <"$tmp/k/exec.log")" -ge 1 ] && ok || bad "the exec plugin did not run"
+# The ExecCredential is cached until its expirationTimestamp: once for a whole LIST of every kind...
+runs0=$(wc -l <"$tmp/k/exec.log")
+"$TALLY" simulate --kubeconfig "$KC" --context exec >/dev/null 2>&1
+[ $(( $(wc -l <"$tmp/k/exec.log") - runs0 )) -eq 1 ] && ok || bad "a valid exec credential should be fetched once"
+# ...and again for every request when it is already expired.
+echo '{"expiry_seconds": -10}' >"$tmp/k/exec.json"
+runs0=$(wc -l <"$tmp/k/exec.log")
+"$TALLY" simulate --kubeconfig "$KC" --context exec >/dev/null 2>&1
+[ $(( $(wc -l <"$tmp/k/exec.log") - runs0 )) -gt 5 ] && ok || bad "an expired exec credential must be fetched again"
+echo '{"fail": "no credentials for you"}' >"$tmp/k/exec.json"
+"$TALLY" simulate --kubeconfig "$KC" --context exec >/dev/null 2>"$tmp/e0"
+[ $? -eq 1 ] && grep -q 'exec: ".*" failed with exit status 1' "$tmp/e0" && grep -q 'no credentials for you' "$tmp/e0" && ok \
+  || { bad "a failing exec plugin"; cat "$tmp/e0"; }
+rm -f "$tmp/k/exec.json"
 KUBECONFIG="$KC" "$TALLY" simulate -o json --now $NOW --context token >"$tmp/env.json" 2>/dev/null
 cmp -s "$tmp/env.json" "$tmp/file.json" && ok || bad "\$KUBECONFIG is not read"
 
@@ -160,8 +174,10 @@ tojson tests/resize/none-over-limit/state.yaml >"$tmp/state.json"
 put "$tmp/state.json"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=tally-live" \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
+control omit-group '{"group":"kruntimes.io"}'
 "$TALLY" serve --listen 127.0.0.1:0 --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key" --kubeconfig "$KC" \
-  --watch-stale-after 2s --watch-idle-timeout 3s >"$tmp/serve.log" 2>&1 &
+  --context tokenfile --watch-stale-after 2s --watch-idle-timeout 3s --discovery-interval 500ms \
+  >"$tmp/serve.log" 2>&1 &
 SERVE_PID=$!
 pids+=("$SERVE_PID")
 for _ in $(seq 1 100); do grep -q 'event=listening' "$tmp/serve.log" 2>/dev/null && break; sleep 0.1; done
@@ -209,6 +225,22 @@ done
 [ "$(metric 'tally_objects{kind="Pod"}')" = 1 ] && ok || bad "a delete after a restored history was missed"
 [ "$(metric 'tally_watch_relists_total{kind="Pod"}')" -ge 1 ] 2>/dev/null && ok || bad "no relist after a restored history"
 until_ready && ok || bad "not ready after the relist"
+
+# A CRD installed later: its kind is found at the next discovery and listed.
+grep -q 'event=kind-absent kind=Runtime' "$tmp/serve.log" && ok || bad "kruntimes.io should have been absent"
+control serve-group '{"group":"kruntimes.io"}'
+control put '{"object":{"apiVersion":"kruntimes.io/v1alpha1","kind":"Runtime","metadata":{"name":"python","namespace":"default"},"spec":{"image":"python:3.12"}}}'
+for _ in $(seq 1 60); do [ "$(metric 'tally_objects{kind="Runtime"}')" = 1 ] && break; sleep 0.1; done
+[ "$(metric 'tally_objects{kind="Runtime"}')" = 1 ] && ok || bad "a kind served later was not picked up"
+
+# The token file rotates (as kubelet rotates bound tokens): the old token stops working, and the
+# next watch that reconnects is refused once, reads the file again and goes on.
+echo "rotated-$$" >"$tmp/s/token"
+control tokens '{"valid":[]}'
+control fault '{"action":"drop-watch","resource":"pods","count":1}'
+kubectl --kubeconfig "$KC" --context cert run after-rotation --image=x --restart=Never >/dev/null 2>&1
+for _ in $(seq 1 80); do [ "$(metric 'tally_objects{kind="Pod"}')" = 2 ] && break; sleep 0.1; done
+[ "$(metric 'tally_objects{kind="Pod"}')" = 2 ] && ok || bad "the watch did not follow a rotated token file"
 
 # The API server goes away: after --watch-stale-after, not ready and no decisions.
 kill "$API_PID"
