@@ -620,12 +620,34 @@ def control(state, method, path, data):
         api.omitted.discard(data["group"])
         return {}
     if path == "/_test/put":
-        obj = api.put_object(data["object"])
+        if "objects" in data:
+            api.put_objects(data["objects"])
+            return {"resourceVersion": str(store.rv)}
+        obj = api.put_object(data["object"], copy=False)
         return {"object": obj}
+    if path == "/_test/churn":
+        return churn(api, data)
     if path == "/_test/delete":
         api.delete_object(data["apiVersion"], data["kind"], data.get("namespace"), data["name"])
         return {}
     return None
+
+
+def churn(api, data):
+    """Writes one object `count` times as fast as the store takes it (a benchmark source of
+    watch events): {"object": {...}, "count": N, "field": "data.i"}."""
+    obj = data["object"]
+    n = int(data.get("count", 1000))
+    t = time.time()
+    for i in range(n):
+        o = json.loads(json.dumps(obj))
+        cur = o
+        parts = data.get("field", "metadata.annotations.churn").split(".")
+        for p in parts[:-1]:
+            cur = cur.setdefault(p, {})
+        cur[parts[-1]] = str(i)
+        api.put_object(o)
+    return {"count": n, "seconds": round(time.time() - t, 3)}
 
 
 def fault(state, data):
@@ -713,11 +735,13 @@ def main(argv=None):
         for crd in kube_api.load_dir(args.crds):
             api.put_object(crd)
     for path in args.seed:
-        objs = kube_api.load_json_objects(path)
         # CRDs first, so that objects of their kinds can be stored.
-        for o in sorted(objs, key=lambda o: o.get("kind") != "CustomResourceDefinition"):
-            api.put_object(o)
+        api.put_objects(kube_api.load_json_objects(path))
     api.store.trim()
+    # Seeded objects live as long as the server: keep the collector from scanning them.
+    import gc
+    gc.collect()
+    gc.freeze()
     host, _, port = args.listen.rpartition(":")
     server = Server((host or "127.0.0.1", int(port or 0)), state)
     port = server.server_address[1]

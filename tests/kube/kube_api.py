@@ -2,7 +2,7 @@
 authorization, list/watch/get/create/update/patch/delete with kube-apiserver's semantics, CRD
 lifecycle, admission webhooks and the test-control state (faults, tokens, RBAC rules)."""
 import bisect
-import copy
+import gc
 import json
 import os
 import random
@@ -23,7 +23,7 @@ import kube_strategy
 import kube_status as st
 from kube_status import ApiError
 from kube_store import Expired, Store, decode_continue, dumps, encode_continue, head, \
-    now_rfc3339, with_head
+    jcopy, now_rfc3339, with_head
 
 PATCH_TYPES_BUILTIN = ["application/json-patch+json", "application/merge-patch+json",
                        "application/strategic-merge-patch+json", "application/apply-patch+yaml"]
@@ -281,14 +281,16 @@ class Api:
                 return r
         return None
 
-    def put_object(self, obj, validate_webhooks=True):
+    def put_object(self, obj, validate_webhooks=True, copy=True):
         """Stores obj as it is (no admission, no webhook), filling the metadata the server
-        owns; returns the stored object. For seeds and /_test/put."""
+        owns; returns the stored object. For seeds and /_test/put. copy=False: obj is the
+        caller's no longer (it may be changed and stored)."""
         res = self.find_resource(obj.get("apiVersion", ""), obj.get("kind", ""))
         if res is None:
             raise st.bad_request("no resource is served for %s %s"
                                  % (obj.get("apiVersion"), obj.get("kind")))
-        obj = copy.deepcopy(obj)
+        if copy:
+            obj = jcopy(obj)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
             raise st.bad_request("metadata.name is required")
@@ -324,6 +326,23 @@ class Api:
         if gr == ("apiextensions.k8s.io", "customresourcedefinitions"):
             self.refresh()
         return stored
+
+    def put_objects(self, objs):
+        """put_object for many objects at once (CRDs first), under one lock hold."""
+        objs = sorted(objs, key=lambda o: o.get("kind") != "CustomResourceDefinition")
+        crds = [o for o in objs if o.get("kind") == "CustomResourceDefinition"]
+        for o in crds:
+            self.put_object(o)
+        rest = objs[len(crds):]
+        self.store.begin_bulk()
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            return [self.put_object(o, copy=False) for o in rest]
+        finally:
+            if gc_was:
+                gc.enable()
+            self.store.end_bulk()
 
     def delete_object(self, api_version, kind, namespace, name):
         res = self.find_resource(api_version, kind)
@@ -748,7 +767,7 @@ class Api:
             return self.to_version(res, o, v)
 
         def reprune(o):
-            o = copy.deepcopy(o)
+            o = jcopy(o)
             kube_schema.prune(o, res.node())
             return o
         if obj is not None and cfg_m:
@@ -873,7 +892,7 @@ class Api:
     def _strategy_update(self, res, sub, obj, old):
         """Main resources keep their status; status writes change only status."""
         if sub == "status":
-            new = copy.deepcopy(old)
+            new = jcopy(old)
             if "status" in obj:
                 new["status"] = obj["status"]
             else:
@@ -888,7 +907,7 @@ class Api:
             new["metadata"]["resourceVersion"] = obj["metadata"].get("resourceVersion")
             return new
         if sub == "resize":
-            new = copy.deepcopy(old)
+            new = jcopy(old)
             for key in ("containers", "initContainers"):
                 olds = {c.get("name"): c for c in new.get("spec", {}).get(key) or []}
                 for c in (obj.get("spec") or {}).get(key) or []:
@@ -901,12 +920,12 @@ class Api:
             return new
         if res.has_status and res.gr != ("apiextensions.k8s.io", "customresourcedefinitions"):
             if "status" in old:
-                obj["status"] = copy.deepcopy(old["status"])
+                obj["status"] = jcopy(old["status"])
             else:
                 obj.pop("status", None)
         if res.gr == ("apiextensions.k8s.io", "customresourcedefinitions"):
-            obj["status"] = copy.deepcopy(old.get("status")) or obj.get("status")
-            obj["status"]["acceptedNames"] = copy.deepcopy(obj["spec"].get("names") or {})
+            obj["status"] = jcopy(old.get("status")) or obj.get("status")
+            obj["status"]["acceptedNames"] = jcopy(obj["spec"].get("names") or {})
             stored = set(obj["status"].get("storedVersions") or [])
             stored |= {v.get("name") for v in obj["spec"].get("versions", []) if v.get("storage")}
             obj["status"]["storedVersions"] = sorted(stored)
@@ -939,7 +958,7 @@ class Api:
                 return None
             if dry:
                 from kube_store import Rec
-                o = copy.deepcopy(new_storage)
+                o = jcopy(new_storage)
                 return Rec(o, cur.rv if cur else self.store.rv, key)
             rv = self.store.next_rv()
             new_storage["metadata"]["resourceVersion"] = str(rv)
@@ -1051,7 +1070,7 @@ class Api:
                                            "Required value")], kind="Binding")
 
         def compute(cur):
-            pod = copy.deepcopy(cur)
+            pod = jcopy(cur)
             if (pod.get("spec") or {}).get("nodeName"):
                 raise st.conflict(res, name, "pod %s is already assigned to node \"%s\""
                                   % (name, pod["spec"]["nodeName"]))
@@ -1082,7 +1101,7 @@ class Api:
                     return allow_create()
                 raise st.not_found(res, name)
             old = self.served_obj(res, cur)
-            new = compute(copy.deepcopy(old))
+            new = compute(jcopy(old))
             if raw:
                 new_obj = new
             else:
@@ -1106,7 +1125,7 @@ class Api:
 
     def _same(self, a, b):
         def norm(o):
-            o = copy.deepcopy(o)
+            o = jcopy(o)
             m = o.get("metadata") or {}
             m.pop("resourceVersion", None)
             for e in m.get("managedFields") or []:
@@ -1162,7 +1181,7 @@ class Api:
                                  "(%s)" % (meta["name"], name))
         if sub == "finalize":
             sub = None
-        return self._modify(req, res, ns, name, sub, lambda old: copy.deepcopy(body),
+        return self._modify(req, res, ns, name, sub, lambda old: jcopy(body),
                             precond_rv=meta.get("resourceVersion"))
 
     def patch(self, req, res, ns, name, sub):
@@ -1270,7 +1289,7 @@ class Api:
                                               actor, now, force, keep)
             except kube_ssa.ApplyConflict as e:
                 raise conflict_error(e)
-            obj = _drop_nulls(copy.deepcopy(merged)) if res.builtin else copy.deepcopy(merged)
+            obj = _drop_nulls(jcopy(merged)) if res.builtin else jcopy(merged)
             obj.setdefault("metadata", {})["name"] = name
             if res.namespaced:
                 obj["metadata"]["namespace"] = ns
@@ -1355,7 +1374,7 @@ class Api:
                 if finalizers:
                     if cmeta.get("deletionTimestamp"):
                         return self._response(res, cur, 202)
-                    obj = copy.deepcopy(cur.obj)
+                    obj = jcopy(cur.obj)
                     obj["metadata"]["deletionTimestamp"] = now_rfc3339()
                     obj["metadata"]["deletionGracePeriodSeconds"] = 0
                     rv = self.store.next_rv()
@@ -1422,8 +1441,14 @@ def _drop_nulls(v):
 
 
 def load_json_objects(path):
-    with open(path) as f:
-        data = json.load(f)
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    finally:
+        if gc_was:
+            gc.enable()
     if isinstance(data, dict) and (data.get("kind") == "List" or
                                    (data.get("kind", "").endswith("List") and "items" in data)):
         return list(data.get("items") or [])

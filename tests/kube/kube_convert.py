@@ -2,7 +2,7 @@
 against v1/v1beta2 (DeviceRequest.exactly, Device.basic), and core v1 Events against
 events.k8s.io/v1. Objects are stored in the storage version's shape; everything else only
 changes apiVersion."""
-import copy
+from kube_store import jcopy
 
 EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
                 "tolerations", "capacity")
@@ -46,7 +46,7 @@ def convert(obj, group, kind, src, dst):
     """obj (at version src) as version dst; a new dict (the input is not changed)."""
     if src == dst:
         return obj
-    out = copy.deepcopy(obj)
+    out = jcopy(obj)
     if group == "resource.k8s.io":
         beta1_src, beta1_dst = src == "v1beta1", dst == "v1beta1"
         if beta1_src != beta1_dst:

@@ -1,7 +1,8 @@
 """Patches the test API server applies: JSON patch (RFC 6902), JSON merge patch (RFC 7386) and
 Kubernetes strategic merge patch (for built-in kinds, driven by kube_schema nodes)."""
-import copy
 import json
+
+from kube_store import jcopy
 
 
 class PatchError(Exception):
@@ -120,7 +121,7 @@ def decode_json_patch(raw):
 
 
 def json_patch(doc, ops):
-    doc = copy.deepcopy(doc)
+    doc = jcopy(doc)
     for o in ops:
         op = o.get("op")
         path = o.get("path")
@@ -130,7 +131,7 @@ def json_patch(doc, ops):
         if op == "add":
             if "value" not in o:
                 raise PatchError("add operation does not apply: missing value")
-            doc = _add(doc, parts, copy.deepcopy(o["value"]))
+            doc = _add(doc, parts, jcopy(o["value"]))
         elif op == "remove":
             _remove(doc, parts)
         elif op == "replace":
@@ -138,20 +139,20 @@ def json_patch(doc, ops):
                 raise PatchError("replace operation does not apply: missing value")
             _get(doc, parts, "replace")
             if not parts:
-                doc = copy.deepcopy(o["value"])
+                doc = jcopy(o["value"])
             else:
                 parent = _parent(doc, parts, "replace")
                 if isinstance(parent, list):
-                    parent[_index(parent, parts[-1], "replace")] = copy.deepcopy(o["value"])
+                    parent[_index(parent, parts[-1], "replace")] = jcopy(o["value"])
                 else:
-                    parent[parts[-1]] = copy.deepcopy(o["value"])
+                    parent[parts[-1]] = jcopy(o["value"])
         elif op == "move":
             frm = _pointer(o.get("from", ""))
             v = _remove(doc, frm, "move")
             doc = _add(doc, parts, v, "move")
         elif op == "copy":
             frm = _pointer(o.get("from", ""))
-            doc = _add(doc, parts, copy.deepcopy(_get(doc, frm, "copy")), "copy")
+            doc = _add(doc, parts, jcopy(_get(doc, frm, "copy")), "copy")
         elif op == "test":
             try:
                 cur = _get(doc, parts, "test")
@@ -170,8 +171,8 @@ def json_patch(doc, ops):
 
 def merge_patch(doc, patch):
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(doc) if isinstance(doc, dict) else {}
+        return jcopy(patch)
+    out = jcopy(doc) if isinstance(doc, dict) else {}
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
@@ -189,13 +190,13 @@ DELETE_PRIM = "$deleteFromPrimitiveList/"
 def strategic_merge(doc, patch, node):
     if not isinstance(patch, dict):
         raise PatchDecodeError("strategic merge patch must be a JSON object")
-    return _smp_map(copy.deepcopy(doc) if isinstance(doc, dict) else {}, patch, node)
+    return _smp_map(jcopy(doc) if isinstance(doc, dict) else {}, patch, node)
 
 
 def _smp_map(orig, patch, node):
     directive = patch.get("$patch")
     if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: jcopy(v) for k, v in patch.items() if k != "$patch"}
     if directive == "delete":
         return None
     retain = patch.get("$retainKeys")
@@ -220,7 +221,7 @@ def _smp_map(orig, patch, node):
             orig.pop(k, None)
         elif isinstance(v, dict) and (child is None or child.kind in ("object", "map", "any")):
             if child is not None and child.atomic:
-                orig[k] = copy.deepcopy(v)
+                orig[k] = jcopy(v)
                 continue
             base = orig.get(k) if isinstance(orig.get(k), dict) else {}
             r = _smp_map(base, v, child)
@@ -232,7 +233,7 @@ def _smp_map(orig, patch, node):
                 "merge" in child.patch_strategy.split(","):
             orig[k] = _smp_list(orig.get(k) if isinstance(orig.get(k), list) else [], v, child)
         else:
-            orig[k] = _strip_directives(copy.deepcopy(v))
+            orig[k] = _strip_directives(jcopy(v))
     for field, order in orders.items():
         child = node.child(field) if node is not None else None
         if isinstance(orig.get(field), list) and isinstance(order, list):
@@ -252,15 +253,15 @@ def _smp_list(orig, patch, node):
     key = node.merge_key
     items = node.items
     if any(isinstance(p, dict) and p.get("$patch") == "replace" for p in patch):
-        return [_strip_directives(copy.deepcopy(p)) for p in patch
+        return [_strip_directives(jcopy(p)) for p in patch
                 if not (isinstance(p, dict) and "$patch" in p)]
     if not key or items is None or items.kind not in ("object", "map"):
         out = list(orig)
         for p in patch:
             if not any(equal(p, o) for o in out):
-                out.append(copy.deepcopy(p))
+                out.append(jcopy(p))
         return out
-    out = [copy.deepcopy(o) for o in orig]
+    out = [jcopy(o) for o in orig]
     for p in patch:
         if not isinstance(p, dict):
             continue
@@ -272,7 +273,7 @@ def _smp_list(orig, patch, node):
                 out.pop(idx)
             continue
         if idx is None:
-            out.append(_strip_directives(copy.deepcopy(p)))
+            out.append(_strip_directives(jcopy(p)))
         else:
             r = _smp_map(out[idx], p, items)
             if r is None:

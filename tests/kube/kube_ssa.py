@@ -4,10 +4,10 @@ semantics of sigs.k8s.io/structured-merge-diff (own implementation, one API vers
 A field set is a Python set of paths; a path is a tuple of path elements written as fieldsV1
 spells them: "f:name", 'k:{"name":"x"}', 'v:"value"'.
 """
-import copy
 import json
 
 from kube_schema import ANY, Node
+from kube_store import jcopy
 
 # Fields no manager owns (the API server strips them from every field set).
 STRIPPED = {("f:apiVersion",), ("f:kind",), ("f:metadata",)} | {
@@ -156,10 +156,10 @@ def _val(v):
 def merge(lhs, rhs, node):
     """rhs merged into lhs (structured-merge-diff's Merge)."""
     if rhs is None:
-        return copy.deepcopy(lhs)
+        return jcopy(lhs)
     if lhs is None or _is_leaf(rhs, node) or type(lhs) is not type(rhs) or \
             (_empty(lhs) and _empty(rhs)):
-        return copy.deepcopy(rhs)
+        return jcopy(rhs)
     if isinstance(rhs, list):
         return _merge_list(lhs, rhs, node)
     out = {}
@@ -201,7 +201,7 @@ def _merge_list(lhs, rhs, node):
         if li < L:
             pe = lpes[li]
             if pe not in rmap:
-                out.append(copy.deepcopy(lhs[li]))
+                out.append(jcopy(lhs[li]))
                 li += 1
                 continue
             elif pe in merged_rhs:

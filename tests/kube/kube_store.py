@@ -7,10 +7,19 @@ as kube-apiserver's watch cache closes unresponsive watchers).
 """
 import base64
 import bisect
-import copy
 import json
 import threading
 import time
+
+
+def jcopy(v):
+    """A deep copy of JSON data (several times faster than copy.deepcopy)."""
+    t = type(v)
+    if t is dict:
+        return {k: jcopy(x) for k, x in v.items()}
+    if t is list:
+        return [jcopy(x) for x in v]
+    return v
 
 
 def dumps(obj):
@@ -131,6 +140,19 @@ class Store:
         self.watch_queue = watch_queue
         self.changed = threading.Condition(self.lock)
         self.snapshot = None
+        self.bulk = False  # while loading many objects: keys are sorted once at the end
+        self.unsorted = set()
+
+    def begin_bulk(self):
+        self.lock.acquire()
+        self.bulk = True
+
+    def end_bulk(self):
+        for gr in self.unsorted:
+            self.sorted[gr].sort()
+        self.unsorted = set()
+        self.bulk = False
+        self.lock.release()
 
     # ---- reads ---------------------------------------------------------------------------
 
@@ -157,7 +179,11 @@ class Store:
         objs[key] = rec
         if prev is None:
             keys = self.sorted.setdefault(gr, [])
-            bisect.insort(keys, key)
+            if self.bulk:
+                keys.append(key)
+                self.unsorted.add(gr)
+            else:
+                bisect.insort(keys, key)
         self._event(Event(rv, gr, type_ or ("MODIFIED" if prev else "ADDED"), key, rec, prev))
         return rec
 
@@ -181,7 +207,7 @@ class Store:
         if cur is None:
             return None
         rv = self.next_rv()
-        final = copy.deepcopy(cur.obj)
+        final = jcopy(cur.obj)
         final["metadata"]["resourceVersion"] = str(rv)
         return self.remove(gr, key, final, rv)
 

@@ -1,10 +1,10 @@
 """What kube-apiserver's registry strategies, defaulting and built-in admission do to objects of
 the kinds the test server serves (the part of it tally's inputs depend on)."""
-import copy
 import re
 
 import kube_cel
 from kube_status import ApiError
+from kube_store import jcopy
 
 DNS1123_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _SUBDOMAIN_RE = re.compile("^" + DNS1123_SUBDOMAIN + "$")
@@ -142,7 +142,7 @@ POD_UPDATE_FORBIDDEN = (
 
 def pod_update_errors(old, new, resize=False):
     """Pod spec immutability (ValidatePodUpdate), in the cases tally and kubectl meet."""
-    os_, ns_ = copy.deepcopy(old.get("spec") or {}), copy.deepcopy(new.get("spec") or {})
+    os_, ns_ = jcopy(old.get("spec") or {}), jcopy(new.get("spec") or {})
     errs = []
     og = [g.get("name") for g in os_.get("schedulingGates") or [] if isinstance(g, dict)]
     ng = [g.get("name") for g in ns_.get("schedulingGates") or [] if isinstance(g, dict)]
@@ -191,7 +191,7 @@ def default_priority_class(pc):
 
 def crd_status(crd, now):
     spec = crd.get("spec") or {}
-    names = copy.deepcopy(spec.get("names") or {})
+    names = jcopy(spec.get("names") or {})
     storage = [v.get("name") for v in spec.get("versions", []) if v.get("storage")]
     return {
         "conditions": [
@@ -322,7 +322,7 @@ def schema_defaults(value, s):
         if not isinstance(sub, dict):
             continue
         if k not in value and "default" in sub:
-            value[k] = copy.deepcopy(sub["default"])
+            value[k] = jcopy(sub["default"])
         if k in value:
             schema_defaults(value[k], sub)
     addl = s.get("additionalProperties")

@@ -80,9 +80,10 @@ class WatchFaults(unittest.TestCase):
 
     def test_slow_watcher_is_closed(self):
         w = C.watch(ns_path("configmaps"), {"resourceVersion": rv()})
-        S.control("fault", {"action": "stall-watch", "resource": "configmaps", "seconds": 0.8})
-        for i in range(30):
-            mk("slow-%d" % i)
+        S.control("fault", {"action": "stall-watch", "resource": "configmaps", "seconds": 1})
+        S.control("churn", {"object": {"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": "slow", "namespace": "default"}},
+                            "count": 30})
         got = []
         with self.assertRaises(EOFError):
             while True:
