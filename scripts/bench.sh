@@ -72,6 +72,97 @@ if command -v valgrind >/dev/null; then
     "$(awk -v a="$ir" -v b="$n" 'BEGIN { printf "%.0f", a / b }')" "-" "-"
 fi
 
+# ---- Decoding JSON (issue 13): the native reader against libfyaml, compact and indented ----
+# Input: cluster-N.json, `tally-gen pods N 42` plus what its pods refer to
+# (bench/cluster.jq: the PriorityClass, the Queues, one PodGroup per
+# namespace and pod-group-name, so `tally validate` prints nothing), written
+# by jq indented (`jq .`) and compact (`jq -c .`: one line, as the API server
+# and `jq -c` write it). Rows, MB of input per CPU second (the machine's 2
+# cores are shared, so wall time would count other work too):
+#   raw parse  bytes to trees (the native reader, every object's tree built
+#              and dropped) against libfyaml's events with no tree at all:
+#              bench-json's best of 5 passes over the file in memory;
+#   full load  the loader's whole path (UTF-8 check, parse, decoders, store,
+#              finish) against the loader's libfyaml path: bench-json --once,
+#              a fresh process mapping the file as the loader does, median
+#              of $RUNS runs;
+#   validate   `tally validate FILE`, median CPU time (user + sys) of $RUNS runs.
+# Peak RSS / file size from the same --once runs and tally validate's.
+# libfyaml keeps a whole line's tokens (about 54 times a one-line file), so
+# it is skipped on one-line files over BENCH_JSON_FY_MAX_MB (64).
+# Instructions per input byte (callgrind, stable) for the same modes on a
+# 4,000-pod cluster.
+cmake --build build-bench -j 2 --target bench-json >/dev/null
+JSON_SIZES=${BENCH_JSON_SIZES:-"20000 100000"}
+JSON_FY_MAX_MB=${BENCH_JSON_FY_MAX_MB:-64}
+# a / b, or - when either is not a figure
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b; else printf "-" }'; }
+# KiB over a byte count, as a ratio
+per_byte() { awk -v k="$1" -v b="$2" 'BEGIN { printf "%.2f", k * 1024 / b }'; }
+# median MB/s and peak RSS (KiB) of $RUNS runs of bench-json --once MODE FILE
+once_run() {
+  local mb=() rss=0 tf o m
+  tf=$(mktemp)
+  for _ in $(seq "$RUNS"); do
+    o=$(/usr/bin/time -o "$tf" -f "%M" build-bench/bench-json --once "$1" "$2")
+    mb+=("$(sed -n 's/.*: \([0-9.]*\) MB\/s once$/\1/p' <<<"$o")")
+    m=$(tail -1 "$tf")
+    [ "$m" -gt "$rss" ] && rss=$m
+  done
+  rm -f "$tf"
+  printf '%s %s\n' "$(median "${mb[@]}")" "$rss"
+}
+row() { printf '%-34s %10s %14s %14s %8s\n' "$@"; }
+for n in $JSON_SIZES; do
+  pods="$OUT/pods-$n.json"
+  [ -s "$pods" ] || build-bench/tally-gen pods "$n" 42 > "$pods"
+  [ -s "$OUT/cluster-$n.json" ] || jq -f bench/cluster.jq "$pods" > "$OUT/cluster-$n.json"
+  [ -s "$OUT/cluster-$n.c.json" ] || jq -c . "$OUT/cluster-$n.json" > "$OUT/cluster-$n.c.json"
+  for form in indented compact; do
+    f="$OUT/cluster-$n.json"; [ "$form" = compact ] && f="$OUT/cluster-$n.c.json"
+    bytes=$(stat -c %s "$f")
+    fy=yes
+    [ "$form" = compact ] && [ "$bytes" -gt $((JSON_FY_MAX_MB * 1048576)) ] && fy=no
+    out=$(build-bench/bench-json "$f" 5 parse $([ "$fy" = yes ] && echo fy-parse))
+    a=$(sed -n 's/^parse: \([0-9.]*\) MB\/s best.*/\1/p' <<<"$out")
+    b=$(sed -n 's/^fy-parse: \([0-9.]*\) MB\/s best.*/\1/p' <<<"$out")
+    row "json raw parse MB/s ($form)" "$n" "$a" "${b:-skipped}" "$(ratio "$a" "$b")"
+    read -r _ ra < <(once_run parse "$f")
+    rb=skipped; [ "$fy" = yes ] && read -r _ rb < <(once_run fy-parse "$f") && rb=$(per_byte "$rb" "$bytes")
+    ra=$(per_byte "$ra" "$bytes")
+    row "json raw parse RSS/file ($form)" "$n" "$ra" "$rb" "$(ratio "$ra" "$rb")"
+    read -r la lr < <(once_run load "$f")
+    lb=skipped lrb=skipped
+    [ "$fy" = yes ] && read -r lb lrb < <(once_run fy-load "$f") && lrb=$(per_byte "$lrb" "$bytes")
+    lr=$(per_byte "$lr" "$bytes")
+    row "json full load MB/s ($form)" "$n" "$la" "$lb" "$(ratio "$la" "$lb")"
+    row "json full load RSS/file ($form)" "$n" "$lr" "$lrb" "$(ratio "$lr" "$lrb")"
+    read -r _ vr vc < <(measure "$TALLY" validate "$f")
+    row "json validate MB/s cpu ($form)" "$n" \
+      "$(awk -v b="$bytes" -v t="$vc" 'BEGIN { printf "%.1f", (t > 0 ? b / 1e6 / t : 0) }')" "-" "-"
+    row "json validate RSS/file ($form)" "$n" "$(per_byte "$vr" "$bytes")" "$((bytes / 1048576))MB" "-"
+  done
+done
+if command -v valgrind >/dev/null; then
+  n=4000
+  f="$OUT/cluster-$n.json"
+  [ -s "$f" ] || build-bench/tally-gen pods "$n" 42 | jq -f bench/cluster.jq > "$f"
+  [ -s "$OUT/cluster-$n.c.json" ] || jq -c . "$f" > "$OUT/cluster-$n.c.json"
+  # instructions of bench-json --once MODE FILE, per input byte
+  ir() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null build-bench/bench-json --once "$1" "$2" 2>&1 \
+      | sed -n 's/.*Collected : \([0-9]*\).*/\1/p' | awk -v b="$(stat -c %s "$2")" '{ printf "%.1f", $1 / b }'
+  }
+  for form in indented compact; do
+    f="$OUT/cluster-$n.json"; [ "$form" = compact ] && f="$OUT/cluster-$n.c.json"
+    for row in "parse:fy-parse:raw parse" "load:fy-load:full load"; do
+      IFS=: read -r mine theirs what <<<"$row"
+      a=$(ir "$mine" "$f"); b=$(ir "$theirs" "$f")
+      row "json $what instr/byte ($form)" "$n" "$a" "$b" "$(ratio "$a" "$b")"
+    done
+  done
+fi
+
 # ---- Run placement (issue 3): tally's scheduler against a full fit-scan ----
 cmake --build build-bench -j 2 --target bench-runs bench-pods bench-mem >/dev/null
 RUNS_SIZES=${BENCH_RUNS_SIZES:-1000:100000 10000:10000}

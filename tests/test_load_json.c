@@ -585,6 +585,29 @@ static void test_several_values_and_empty_input(void **state)
     tly_store_destroy(s);
 }
 
+/* LIST response pages, as the Kubernetes client feeds them: one call per page. */
+static void test_list_pages(void **state)
+{
+    (void)state;
+    const char *page1 = "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":"
+                        "{\"resourceVersion\":\"7\",\"continue\":\"x\"},\"items\":[{\"metadata\":"
+                        "{\"name\":\"a\"},\"apiVersion\":\"v1\",\"kind\":\"Namespace\"}]}";
+    const char *page2 = "{\"kind\":\"NamespaceList\",\"apiVersion\":\"v1\",\"metadata\":"
+                        "{\"resourceVersion\":\"7\"},\"items\":[{\"metadata\":{\"name\":\"b\"},"
+                        "\"apiVersion\":\"v1\",\"kind\":\"Namespace\"},{\"metadata\":{},\"apiVersion\":\"v1\","
+                        "\"kind\":\"Namespace\"}]}";
+    tly_store *s = tly_store_create();
+    assert_int_equal(tly_store_load_json(s, "page-1", page1, strlen(page1)), 0);
+    assert_int_equal(tly_store_load_json(s, "page-2", page2, strlen(page2)), 1);
+    tly_store_finish(s);
+    assert_int_equal(tly_store_count(s, TLY_K_NAMESPACE), 2);
+    const tly_diag *g = find_diag(s, "required field is missing");
+    assert_non_null(g);
+    assert_string_equal(g->file, "page-2");
+    assert_int_equal(g->col, 162);  /* the empty metadata map */
+    tly_store_destroy(s);
+}
+
 /* Loads text through a pipe named /dev/fd/N, as `tally validate <(kubectl ...)` does. */
 static tly_store *load_pipe(const char *text)
 {
@@ -643,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_diagnostics_name_the_place),
         cmocka_unit_test(test_limits_match_libfyaml),
         cmocka_unit_test(test_several_values_and_empty_input),
+        cmocka_unit_test(test_list_pages),
         cmocka_unit_test(test_pipes_are_sniffed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
