@@ -30,6 +30,8 @@ PATCH_TYPES_BUILTIN = ["application/json-patch+json", "application/merge-patch+j
 PATCH_TYPES_CR = ["application/json-patch+json", "application/merge-patch+json",
                   "application/apply-patch+yaml"]
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+# Resources whose DELETE answers the deleted object (the others answer a Success Status).
+RETURN_DELETED = {("", "pods"), ("", "namespaces")}
 VERB_OF = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
            "DELETE": "delete"}
 
@@ -1383,7 +1385,14 @@ class Api:
                     return self._response(res, rec, 202)
                 rec = self.store.remove_now(gr, key)
             self._after_delete(gr, rec.obj)
-            return self._response(res, rec)
+            if res.gr in RETURN_DELETED:
+                return self._response(res, rec)
+            d = {"name": name}
+            if res.group:
+                d["group"] = res.group
+            d.update(kind=res.plural, uid=rec.obj["metadata"].get("uid", ""))
+            return Response(200, dumps({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                        "status": "Success", "details": d}))
         raise st.conflict(res, name)
 
     def delete_collection(self, req, res, ns):
@@ -1394,12 +1403,15 @@ class Api:
                  for r in list(self.store.items(gr).values()) if match(r)]
         items = []
         for n_ns, n in sorted(names, key=lambda x: (x[0] or "", x[1])):
+            cur = self.store.get(gr, self.key(res, n_ns, n))
             try:
-                r = self.delete(req, res, n_ns, n, opts)
-                items.append(r.body)
+                self.delete(req, res, n_ns, n, opts)
             except ApiError as e:
                 if e.code != 404:
                     raise
+                continue
+            if cur is not None:
+                items.append(self.encode_item(res, cur))
         body = b'{"kind":' + dumps(res.list_kind) + b',"apiVersion":' + \
             dumps(res.api_version) + b',"metadata":{"resourceVersion":"' + \
             str(self.store.rv).encode() + b'"},"items":[' + b",".join(items) + b"]}"

@@ -99,14 +99,7 @@ class Decoder:
         if expr.startswith("[]"):
             return "list", expr[2:]
         if expr.startswith("map["):
-            depth = 0
-            for i, c in enumerate(expr):
-                if c == "[":
-                    depth += 1
-                elif c == "]":
-                    depth -= 1
-                    if depth == 0:
-                        return "map", expr[i + 1:]
+            return "map", kube_schema.map_value(expr)
         if expr in self.bt.leaves:
             return "leaf", expr.split(".")[-1]
         if expr in self.bt.scalars:

@@ -70,6 +70,19 @@ SCALAR = Node("scalar")
 
 # ---- built-in kinds -------------------------------------------------------------------------
 
+def map_value(expr):
+    """The value type of a Go map type: map[K]V -> V (K may hold brackets)."""
+    depth = 0
+    for i, c in enumerate(expr):
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth == 0:
+                return expr[i + 1:]
+    return "interface{}"
+
+
 class BuiltinTypes:
     """Nodes for the Go API types recorded in builtin_types.json."""
 
@@ -103,15 +116,7 @@ class BuiltinTypes:
                         keys=field.get("keys"), patch_strategy=strategy,
                         merge_key=field.get("patchMergeKey"))
         if expr.startswith("map["):
-            depth, i = 0, 0
-            for i, c in enumerate(expr):
-                if c == "[":
-                    depth += 1
-                elif c == "]":
-                    depth -= 1
-                    if depth == 0:
-                        break
-            return Node("map", addl=self._ref(ns, expr[i + 1:]),
+            return Node("map", addl=self._ref(ns, map_value(expr)),
                         atomic=field.get("mapType") == "atomic")
         tns, name = ns, expr
         if expr.startswith("metav1."):

@@ -17,6 +17,8 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+QUEUES = "/apis/scheduling.run.ai/v2/queues"
+RUNS = "/apis/kruntimes.io/v1alpha1/namespaces/default/runs"
 APISERVER = os.path.join(HERE, "apiserver.py")
 _CERTS = None  # a directory with certificates made once per test process
 
@@ -283,6 +285,19 @@ class Webhook:
     def stop(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def shared_server(module_name, *args):
+    """setUpModule and tearDownModule for a test module whose tests share one server, set as
+    the module's globals S (the Server) and C (an admin client)."""
+    def setup():
+        mod = sys.modules[module_name]
+        mod.S = Server(*args)
+        mod.C = mod.S.client()
+
+    def teardown():
+        sys.modules[module_name].S.stop()
+    return setup, teardown
 
 
 def ns_path(resource, ns="default", name=None, group=None, sub=None):

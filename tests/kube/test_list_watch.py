@@ -19,13 +19,22 @@ def tearDownModule():
     S.stop()
 
 
-class ListTest(unittest.TestCase):
-    ns = "lists"
+class NamespacedTest(unittest.TestCase):
+    """Tests in a namespace of their own on the module's server."""
+    ns = None
 
     @classmethod
     def setUpClass(cls):
         cls.c = S.client()
         cls.c.post("/api/v1/namespaces", {"metadata": {"name": cls.ns}})
+
+
+class ListTest(NamespacedTest):
+    ns = "lists"
+
+    @classmethod
+    def setUpClass(cls):
+        NamespacedTest.setUpClass.__func__(cls)
         for i in range(7):
             st, _, b = cls.c.post(ns_path("configmaps", cls.ns),
                                   {"metadata": {"name": "cm-%d" % i, "labels": {
@@ -211,13 +220,8 @@ class ExpiryTest(unittest.TestCase):
         w.close()
 
 
-class WatchTest(unittest.TestCase):
+class WatchTest(NamespacedTest):
     ns = "watches"
-
-    @classmethod
-    def setUpClass(cls):
-        cls.c = S.client()
-        cls.c.post("/api/v1/namespaces", {"metadata": {"name": cls.ns}})
 
     def rv(self):
         return self.c.get(ns_path("configmaps", self.ns)).json["metadata"]["resourceVersion"]

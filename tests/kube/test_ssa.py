@@ -2,22 +2,10 @@
 merges by x-kubernetes-list-map-keys, fields an applier drops, apply to /status."""
 import unittest
 
-from kube_testlib import Server, ns_path
+from kube_testlib import QUEUES, RUNS, ns_path, shared_server
 
-S = None
-C = None
-QUEUES = "/apis/scheduling.run.ai/v2/queues"
-RUNS = "/apis/kruntimes.io/v1alpha1/namespaces/default/runs"
-
-
-def setUpModule():
-    global S, C
-    S = Server()
-    C = S.client()
-
-
-def tearDownModule():
-    S.stop()
+S = C = None
+setUpModule, tearDownModule = shared_server(__name__)
 
 
 def apply(path, obj, manager, force=False, **kw):

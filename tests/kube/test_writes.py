@@ -4,22 +4,10 @@ the three patch types, pruning and field validation of custom resources, built-i
 import threading
 import unittest
 
-from kube_testlib import Server, ns_path, pod
+from kube_testlib import QUEUES, RUNS, ns_path, pod, shared_server
 
-S = None
-C = None
-QUEUES = "/apis/scheduling.run.ai/v2/queues"
-RUNS = "/apis/kruntimes.io/v1alpha1/namespaces/default/runs"
-
-
-def setUpModule():
-    global S, C
-    S = Server()
-    C = S.client()
-
-
-def tearDownModule():
-    S.stop()
+S = C = None
+setUpModule, tearDownModule = shared_server(__name__)
 
 
 def queue(name, **spec):
