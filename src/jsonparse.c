@@ -957,6 +957,8 @@ static bool stream_map(jreader *r, jbump *ob)
     const tly_node *kind = tly_node_get(top, "kind");
     if (kind && kind->type == TLY_N_STRING && !ends_with(kind->str, "List"))
         problem(r, false, items, "a %s with an `items` list: only List kinds hold items", kind->str);
+    else if (r->sink->list)
+        r->sink->list(r->sink->ctx, top);
     return true;
 }
 

@@ -33,6 +33,11 @@ typedef struct {
     ** it may be given back). The tree lives until the next call.
     */
     void (*object)(void *ctx, const tly_node *tree, size_t end);
+    /*
+    ** The members of a top-level List other than its items (may be NULL):
+    ** called once its items are read, so a snapshot's `now` can be taken.
+    */
+    void (*list)(void *ctx, const tly_node *top);
     /* A problem at line:col; syntax errors start with "syntax error: ". */
     void (*error)(void *ctx, uint32_t line, uint32_t col, const char *fmt, va_list ap)
         __attribute__((format(printf, 4, 0)));

@@ -626,6 +626,8 @@ static bool load_top_members(loader *L, tly_node *top, tly_keyset *ks, uint32_t 
     return true;
 }
 
+static void list_members(loader *L, const tly_node *top);
+
 /*
 ** Reads one document whose DOCUMENT_START was consumed. Returns false when
 ** the parser broke.
@@ -663,6 +665,8 @@ static bool load_document(loader *L)
         else if (kind && !ends_with(kind, "List"))
             load_error(L, items[0], items[1],
                        "a %s with an `items` list: only List kinds hold items", kind);
+        else
+            list_members(L, top);
     }
     ev = next_event(L);
     if (!ev)
@@ -926,6 +930,26 @@ static void json_object(void *ctx, const tly_node *tree, size_t end)
     release_consumed(L);
 }
 
+/*
+** A List's own members: a `now` (what `tally snapshot` writes: the capture
+** time) is the input's clock, which commands use unless --now is given.
+*/
+static void list_members(loader *L, const tly_node *top)
+{
+    const tly_node *now = tly_node_get(top, "now");
+    if (!now)
+        return;
+    int64_t t;
+    if (now->type != TLY_N_STRING || !tly_parse_time(now->str, &t))
+        load_error(L, now->line, now->col,
+                   "now: expected an RFC 3339 time such as 2026-11-29T13:00:00Z (the capture time "
+                   "of a snapshot)");
+    else
+        tly_store_set_clock(L->s, t);
+}
+
+static void json_list(void *ctx, const tly_node *top) { list_members(ctx, top); }
+
 static int load_named_buffer(tly_store *s, const char *name, const char *buf, size_t len,
                              int where, int how)
 {
@@ -943,7 +967,7 @@ static int load_named_buffer(tly_store *s, const char *name, const char *buf, si
         .obj = tly_arena_create(64 * 1024),
     };
     if (how == READ_NATIVE) {
-        tly_jsink sink = {.ctx = &L, .object = json_object, .error = load_verror};
+        tly_jsink sink = {.ctx = &L, .object = json_object, .list = json_list, .error = load_verror};
         tly_json_stream(buf, len, L.doc, L.obj, &sink);
     } else {
         load_buffer(&L, buf, len, how == READ_FY_JSON);
