@@ -12,7 +12,9 @@
 **   renamed    names, uids, messages, anything unknown;
 **   a label key (kept when tally reads it or its domain is Kubernetes',
 **              NVIDIA's, AMD's, KAI's or kruntimes', else renamed);
-**   a composite "request/subrequest" (each part on its own).
+**   a composite "request/subrequest" (each part on its own);
+**   a label value tally checks (kept when it is not one: a token is always
+**              valid, and would turn a Run tally refuses into one it places).
 ** Map keys are field names (kept, never compared with values), label keys
 ** (labels, annotations, node selectors, matchLabels, AccountedResource
 ** nodeLabels) or names with accounting meaning (resource maps, device
@@ -35,7 +37,7 @@
 #include "tally/json.h"
 
 /* What a string value is (a position's role). */
-enum { R_RENAME = 0, R_KEEP, R_LABELKEY, R_SPLIT, R_CEL, R_PRIOCLASS };
+enum { R_RENAME = 0, R_KEEP, R_LABELKEY, R_SPLIT, R_CEL, R_PRIOCLASS, R_LABELVALUE };
 /* What the keys of a map are. */
 enum { K_FIELD = 0, K_LABEL, K_NAME };
 
@@ -130,6 +132,7 @@ static const rule rules[] = {
     {"AccountedResource", "spec.sources.quantity.dra.selectedCapacity.capacityName", R_KEEP, 0},
     {"AccountedResource", "spec.sources.quantity.dra.opaqueConfigField.path", R_KEEP, 0},
     {"AccountedResource", "spec.sources.quantity.dra.opaqueConfigField.unit", R_KEEP, 0},
+    {"Run", "spec.runtime", R_LABELVALUE, 0},
     {"Config", "spec.global.queueLabelKey", R_KEEP, 0},
     {"Config", "spec.global.gpuSharingMode", R_KEEP, 0},
     {"PodGroup", "spec.topologyConstraint.requiredTopologyLevel", R_LABELKEY, 0},
@@ -280,6 +283,20 @@ static bool label_key_kept(const tly_anonymizer *an, const char *k, size_t len)
     return false;
 }
 
+static bool alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Kubernetes' label value syntax, as decode_kruntimes.c checks a Run's spec.runtime. */
+static bool valid_label_value(const char *s, size_t len)
+{
+    bool ok = len >= 1 && len <= 63 && alnum(s[0]) && alnum(s[len - 1]);
+    for (size_t i = 1; ok && i + 1 < len; i++)
+        ok = alnum(s[i]) || s[i] == '-' || s[i] == '_' || s[i] == '.';
+    return ok;
+}
+
 static bool label_value_kept(const tly_anonymizer *an, const char *key)
 {
     size_t len = strlen(key);
@@ -389,6 +406,8 @@ static void on_string(walk *w, const char **str, uint32_t *len, int role)
         note(an, *str, *len, label_key_kept(an, *str, *len));
     else if (role == R_PRIOCLASS)
         note(an, *str, *len, strncmp(*str, "system-", 7) == 0);
+    else if (role == R_LABELVALUE)
+        note(an, *str, *len, !valid_label_value(*str, *len));
     else
         note(an, *str, *len, role == R_KEEP);
 }

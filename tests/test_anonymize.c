@@ -386,6 +386,8 @@ static const expectation kruntimes_dra[] = {
     {RUN, KEPT, "status.phase", NULL},
     {RUN, RENAMED, "status.assignedPod", NULL},
     {RUN, RENAMED, "status.assignedPodUID", NULL},
+    /* Not a label value: tally refuses the Run, and so it must stay (a token would be valid). */
+    {"Run", "job-bad", KEPT, "spec.runtime", NULL},
     {"DeviceClass", "gpu.example.com", KEPT, "metadata.name", NULL},
     {"DeviceClass", "gpu.example.com", KEPT, "spec.selectors[0].cel.expression", NULL},
     {SLICE, RENAMED, "metadata.name", NULL},
