@@ -708,8 +708,9 @@ static void decide(pstate *p, const char *state, const char *reason, const char 
 /* A queue-policy verdict: Gated, or Unschedulable when gating is off. */
 static void held(tly_podsched *ps, pstate *p, const tly_qverdict *v)
 {
+    /* A pod of a queue that does not exist is gated whenever gating is on (KAI's D10). */
     bool gating = p->queue >= 0 ? tly_queues_gating(ps->qs, (uint32_t)p->queue)
-                                : !(tly_store_config(ps->s) && tly_store_config(ps->s)->gating_enabled == 0);
+                                : tly_gating_mode_of(ps->s) != TLY_GATING_OFF;
     decide(p, gating ? "Gated" : "Unschedulable", v->reason, v->message);
 }
 

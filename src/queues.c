@@ -48,7 +48,7 @@ struct tly_queues {
     const tly_accres **acc;
     uint32_t nacc;
     bool *acc_gpu_memory;            /* the reserved name gpu-memory */
-    bool gating_global;
+    tly_gating_mode gating;    /* resolved: ALL, OPT_IN or OFF */
 };
 
 static const tly_qty ZERO = {0, TLY_QFMT_DECIMAL_SI};
@@ -121,8 +121,7 @@ tly_queues *tly_queues_create(tly_store *s)
     qs->acc_gpu_memory = tly_arena_zalloc(qs->a, (qs->nacc + 1) * sizeof *qs->acc_gpu_memory);
     for (uint32_t a = 0; a < qs->nacc; a++)
         qs->acc_gpu_memory[a] = strcmp(qs->acc[a]->meta.name, "gpu-memory") == 0;
-    const tly_config *cfg = tly_store_config(s);
-    qs->gating_global = !(cfg && cfg->gating_enabled == 0);
+    qs->gating = tly_gating_mode_of(s);
 
     for (uint32_t i = 0; i < qs->n; i++) {
         qnode *n = &qs->q[i];
@@ -523,18 +522,47 @@ void tly_queues_reserve(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool n
     }
 }
 
-bool tly_queues_gating(const tly_queues *qs, uint32_t q)
+tly_gating_mode tly_gating_mode_parse(const char *s)
 {
-    if (!qs->gating_global)
-        return false;
-    const tly_queue *queue = qs->q[q].q;
-    const char *label = tly_kvs_get(&queue->meta.labels, "kai.scheduler/queue-admission-gating");
-    if (label && !strcmp(label, "false"))
-        return false;
-    if (queue->admission_gating == 0)
-        return false;
-    return true;
+    if (!s)
+        return TLY_GATING_UNSET;
+    if (!strcmp(s, "all"))
+        return TLY_GATING_ALL;
+    if (!strcmp(s, "opt-in"))
+        return TLY_GATING_OPT_IN;
+    if (!strcmp(s, "off"))
+        return TLY_GATING_OFF;
+    return TLY_GATING_UNSET;
 }
+
+const char *tly_gating_mode_name(tly_gating_mode m)
+{
+    return m == TLY_GATING_OPT_IN ? "opt-in" : m == TLY_GATING_OFF ? "off" : "all";
+}
+
+tly_gating_mode tly_gating_mode_of(const tly_store *s)
+{
+    tly_gating_mode flag = tly_store_gating_mode(s);
+    if (flag != TLY_GATING_UNSET)
+        return flag;
+    const tly_config *cfg = tly_store_config(s);
+    return cfg && cfg->gating_enabled == 0 ? TLY_GATING_OFF : TLY_GATING_ALL;
+}
+
+bool tly_queue_gated(tly_gating_mode m, const tly_queue *q)
+{
+    const char *label = tly_kvs_get(&q->meta.labels, "kai.scheduler/queue-admission-gating");
+    switch (m) {
+    case TLY_GATING_OFF:
+        return false;
+    case TLY_GATING_OPT_IN:
+        return (label && !strcmp(label, "true")) || q->admission_gating == 1;
+    default:
+        return !((label && !strcmp(label, "false")) || q->admission_gating == 0);
+    }
+}
+
+bool tly_queues_gating(const tly_queues *qs, uint32_t q) { return tly_queue_gated(qs->gating, qs->q[q].q); }
 
 const tly_rvec *tly_queues_allocated(const tly_queues *qs, uint32_t q) { return &qs->q[q].alloc; }
 const tly_rvec *tly_queues_allocated_np(const tly_queues *qs, uint32_t q) { return &qs->q[q].alloc_np; }

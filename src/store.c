@@ -400,6 +400,9 @@ const char *tly_store_scheduler_name(const tly_store *s)
     return DEFAULT_SCHEDULER;
 }
 
+void tly_store_set_gating_mode(tly_store *s, int mode) { s->gating_mode = mode; }
+int tly_store_gating_mode(const tly_store *s) { return s->gating_mode; }
+
 void tly_store_set_scheduler_name(tly_store *s, const char *name)
 {
     s->scheduler_name = name ? tly_arena_strdup(s->arena, name) : NULL;

@@ -32,6 +32,7 @@ struct tly_store {
     tly_objvec kinds[TLY_K_COUNT];
     tly_strmap byname;            /* "kind\x1fns\x1fname" -> index + 1 in kinds[kind] */
     const char *scheduler_name;   /* flag override, or NULL */
+    int gating_mode;              /* --queue-admission-gating, or 0 */
     const char *queue_label_key;
     const tly_config *config;
     int64_t clock;                /* tly_store_set_clock(), or TLY_NO_TIME */

@@ -133,7 +133,30 @@ void tly_queues_charge(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool no
 /* Adds c to the reserved amounts of q and its ancestors. */
 void tly_queues_reserve(tly_queues *qs, uint32_t q, const tly_qcharge *c, bool non_preemptible);
 
-/* Whether queue-admission gating applies to leaf q (Config, queue label, spec.admissionGating). */
+/*
+** Queue-admission gating (contract section 3): one predicate for simulate's
+** verdicts, `/mutate/pods` and the gating controller. The mode is the flag
+** --queue-admission-gating where given (tly_store_set_gating_mode), else off
+** when the Config sets spec.global.queueAdmissionGating.enabled: false, else
+** all. In `all` (tally's default) every queue is gated except those that opt
+** out (label kai.scheduler/queue-admission-gating: "false", or
+** spec.admissionGating: false); in `opt-in` (KAI's design) only queues with
+** the label "true" or spec.admissionGating: true.
+*/
+typedef enum {
+    TLY_GATING_UNSET = 0,  /* no flag: the Config decides */
+    TLY_GATING_ALL,
+    TLY_GATING_OPT_IN,
+    TLY_GATING_OFF
+} tly_gating_mode;
+/* "all", "opt-in", "off" -> the mode, or TLY_GATING_UNSET for anything else. */
+tly_gating_mode tly_gating_mode_parse(const char *s);
+const char *tly_gating_mode_name(tly_gating_mode m);
+/* The mode in effect for state s. */
+tly_gating_mode tly_gating_mode_of(const tly_store *s);
+/* Whether queue `q` is gated under mode m (m resolved, not UNSET). */
+bool tly_queue_gated(tly_gating_mode m, const tly_queue *q);
+/* Whether queue-admission gating applies to leaf q (the predicate above). */
 bool tly_queues_gating(const tly_queues *qs, uint32_t q);
 
 /* For output: the subtree sums and the limits. */

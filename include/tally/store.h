@@ -125,6 +125,12 @@ const tly_config *tly_store_config(const tly_store *s);
 const char *tly_store_scheduler_name(const tly_store *s);
 void tly_store_set_scheduler_name(tly_store *s, const char *name);
 const char *tly_store_queue_label_key(const tly_store *s);
+/*
+** The --queue-admission-gating flag (a tly_gating_mode of queues.h; 0 when
+** not given: the Config decides). Set before tly_store_finish().
+*/
+void tly_store_set_gating_mode(tly_store *s, int mode);
+int tly_store_gating_mode(const tly_store *s);
 
 /*
 ** The queue of one of tally's pods (contract section 2): the PodGroup's

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tally/decode.h"
+#include "tally/queues.h"
 #include "tally/podsched.h"
 #include "tally/runsched.h"
 
@@ -23,14 +24,32 @@ tly_store *tly_cmd_load(int npaths, char **paths, const char *scheduler_name, in
     return s;
 }
 
+int tly_cmd_gating_check(const char *cmd, const char *gating)
+{
+    if (gating && tly_gating_mode_parse(gating) == TLY_GATING_UNSET) {
+        fprintf(stderr, "tally %s: --queue-admission-gating must be all, opt-in or off (got '%s')\n", cmd,
+                gating);
+        return 2;
+    }
+    return 0;
+}
+
 tly_store *tly_cmd_load_input(const char *cmd, const tly_cmd_input *in, const char *scheduler_name,
                               int *errors)
 {
-    if (!in->live.set)
-        return tly_cmd_load(in->npaths, in->paths, scheduler_name, errors);
     tly_store *s = tly_store_create();
     if (scheduler_name)
         tly_store_set_scheduler_name(s, scheduler_name);
+    if (in->gating)
+        tly_store_set_gating_mode(s, tly_gating_mode_parse(in->gating));
+    if (!in->live.set) {
+        int e = 0;
+        for (int i = 0; i < in->npaths; i++)
+            e += tly_store_load_path(s, in->paths[i]);
+        tly_store_finish(s);
+        *errors = e;
+        return s;
+    }
     int64_t clock;
     if (tly_cmd_live_load(cmd, &in->live, s, &clock, errors)) {
         tly_store_destroy(s);
@@ -57,6 +76,8 @@ int tly_cmd_run_engines(const char *cmd, const tly_cmd_input *in, const char *sc
 {
     out->now = 0;
     out->have_clock = true;
+    if (tly_cmd_gating_check(cmd, in->gating))
+        return 2;
     if (now && !tly_parse_time(now, &out->now)) {
         fprintf(stderr, "tally %s: --now must be an RFC 3339 time such as 2026-11-29T13:00:00Z "
                         "(got '%s')\n", cmd, now);
@@ -105,9 +126,18 @@ int tly_cmd_paths_start(int argc, char **argv, const char *cmd, void (*usage)(FI
     return 1;
 }
 
-bool tly_cmd_engine_option(int argc, char **argv, int *i, const char **now, const char **sched)
+bool tly_cmd_engine_option(int argc, char **argv, int *i, const char **now, const char **sched,
+                           const char **gating)
 {
     const char *a = argv[*i];
+    if (gating && !strcmp(a, "--queue-admission-gating") && *i + 1 < argc) {
+        *gating = argv[++*i];
+        return true;
+    }
+    if (gating && !strncmp(a, "--queue-admission-gating=", 25)) {
+        *gating = a + 25;
+        return true;
+    }
     if (!strcmp(a, "--now") && *i + 1 < argc) {
         *now = argv[++*i];
     } else if (!strncmp(a, "--now=", 6)) {

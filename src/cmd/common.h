@@ -24,6 +24,7 @@ typedef struct {
     int npaths;
     char **paths;
     tly_cmd_live live;
+    const char *gating;   /* --queue-admission-gating all|opt-in|off, or NULL */
 } tly_cmd_input;
 
 /*
@@ -70,10 +71,14 @@ int tly_cmd_paths_start(int argc, char **argv, const char *cmd, void (*usage)(FI
 
 /*
 ** The options of the commands that run the engines: when argv[*i] is
-** `--now T`, `--now=T`, `--scheduler-name N` or `--scheduler-name=N`, stores
-** the value, advances *i past a separate value and returns true.
+** `--now T`, `--scheduler-name N` or `--queue-admission-gating MODE` (or the
+** --flag=VALUE forms), stores the value, advances *i past a separate value
+** and returns true.
 */
-bool tly_cmd_engine_option(int argc, char **argv, int *i, const char **now, const char **sched);
+bool tly_cmd_engine_option(int argc, char **argv, int *i, const char **now, const char **sched,
+                           const char **gating);
+/* Checks --queue-admission-gating's value; 0, or 2 after a usage error naming cmd. */
+int tly_cmd_gating_check(const char *cmd, const char *gating);
 
 /* Prints the store's diagnostics of exactly severity `sev` to stderr. */
 void tly_cmd_print_sev(const tly_store *s, int sev);

@@ -18,7 +18,7 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tally explain [--now RFC3339] [--scheduler-name NAME] "
+    fprintf(out, "usage: tally explain [--now RFC3339] [--scheduler-name NAME] [--queue-admission-gating all|opt-in|off] "
                  "(PATH... | --kubeconfig FILE [--context NAME] | --in-cluster) "
                  "(pod NS/NAME | run NS/NAME | queue NAME)\n\n" TLY_CMD_LIVE_HELP);
 }
@@ -48,7 +48,7 @@ int tly_cmd_explain(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched)) {
+        } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched, &in.gating)) {
             continue;
         } else if ((lr = tly_cmd_live_option(argc, argv, &i, "explain", &in.live)) != 0) {
             if (lr < 0)

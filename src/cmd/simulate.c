@@ -23,7 +23,7 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tally simulate [--now RFC3339] [-o table|json|html] [--scheduler-name NAME] "
+            "usage: tally simulate [--now RFC3339] [-o table|json|html] [--scheduler-name NAME] [--queue-admission-gating all|opt-in|off] "
             "(PATH... | --kubeconfig FILE [--context NAME] | --in-cluster)\n\n"
             "Loads a cluster (kubectl get -o yaml|json dumps, example files, directories, a\n"
             "tally snapshot, or the API server itself) and runs tally's scheduling engine over\n"
@@ -323,7 +323,7 @@ int tly_cmd_simulate(int argc, char **argv)
             out = a + 2;
         } else if (!strncmp(a, "--output=", 9)) {
             out = a + 9;
-        } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched)) {
+        } else if (tly_cmd_engine_option(argc, argv, &i, &now, &sched, &in.gating)) {
             continue;
         } else if ((lr = tly_cmd_live_option(argc, argv, &i, "simulate", &in.live)) != 0) {
             if (lr < 0) {
