@@ -412,8 +412,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def openapi(self, api, parts):
         if parts == ["openapi", "v2"]:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource "
-                           "(the test server serves only /openapi/v3)", {})
+            doc = kube_present.openapi_v2([r for r in api.all_resources() if api.served(r.group)])
+            return kube_api.Response(200, doc, ctype="application/octet-stream")
         if parts == ["openapi", "v3"]:
             return kube_api.Response(200, dumps(kube_present.openapi_root(
                 api.gvs(), api.openapi_docs)))

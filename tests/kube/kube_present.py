@@ -182,6 +182,20 @@ def openapi_gv(group, version, resources):
             "paths": paths, "components": {"schemas": schemas}}
 
 
+def openapi_v2(resources):
+    """The protobuf OpenAPI v2 document (what kubectl 1.27 and 1.28 read to decide whether the
+    server validates fields): one PATCH operation per resource, no schemas."""
+    import kube_proto
+    paths = []
+    for r in resources:
+        prefix = "/api/v1" if not r.group else "/apis/%s/%s" % (r.group, r.version)
+        path = prefix + ("/namespaces/{namespace}/" if r.namespaced else "/") + r.plural + \
+            "/{name}"
+        paths.append((path, {"group": r.group, "version": r.version, "kind": r.kind},
+                      ["dryRun", "fieldManager", "fieldValidation", "force"]))
+    return kube_proto.openapi_v2(paths, "Kubernetes", GIT_VERSION)
+
+
 # ---- Tables ---------------------------------------------------------------------------------
 
 def parse_time(s):

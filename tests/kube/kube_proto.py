@@ -245,3 +245,41 @@ def decode(body, find_resource):
     out = {"apiVersion": type_meta.get("apiVersion"), "kind": type_meta.get("kind")}
     out.update(obj)
     return out
+
+
+# ---- encoding (the OpenAPI v2 document kubectl 1.27 and 1.28 download) -----------------------
+
+def _enc_varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field(num, value):
+    """One length-delimited field (strings, bytes and embedded messages)."""
+    if isinstance(value, str):
+        value = value.encode()
+    return _enc_varint(num << 3 | 2) + _enc_varint(len(value)) + value
+
+
+def openapi_v2(paths, title, version):
+    """A gnostic openapi_v2.Document with, per path, a PATCH operation carrying the
+    x-kubernetes-group-version-kind extension and the query parameters kubectl looks for.
+    paths: [(path, {"group", "version", "kind"}, [query parameter names])]."""
+    items = b""
+    for path, gvk, params in paths:
+        op = field(5, "patch" + gvk["kind"])
+        for p in params:
+            query = field(2, "query") + field(4, p) + field(6, "string")
+            op += field(8, field(1, field(2, field(3, query))))
+        yaml = "group: %s\nkind: %s\nversion: %s\n" % (json.dumps(gvk["group"]), gvk["kind"],
+                                                       gvk["version"])
+        op += field(13, field(1, "x-kubernetes-group-version-kind") + field(2, field(2, yaml)))
+        items += field(2, field(1, path) + field(2, field(8, op)))
+    return field(1, "2.0") + field(2, field(1, title) + field(2, version)) + field(8, items)
