@@ -5,7 +5,8 @@
 
 MAP is what `tally snapshot --anonymize --anonymize-map` wrote ({"original": "token"}).
 ORIGINAL and ANONYMIZED are the two simulate outputs. They are equal when ANONYMIZED is
-ORIGINAL with every string and every map key mapped (a string the map does not hold is
+ORIGINAL with every string value and every key of an `accounted` map (AccountedResource
+names; other keys are field and resource names) mapped (a string the map does not hold is
 kept), lists in the same order, and each `message` a reading of the original message in
 which quoted strings may be replaced by their tokens (fixed words of a message may also
 be strings of the input, and names the engine joins, such as <pod>-<claim>, are renamed
@@ -52,11 +53,13 @@ def compare(m, o, a, where):
     if isinstance(o, dict):
         if not isinstance(a, dict):
             return "%s: an object became %r" % (where, a)
-        ok, ak = [m.get(x, x) for x in o], list(a)
+        # Keys are field names or resource names (kept), except AccountedResource names.
+        key = (lambda x: m.get(x, x)) if where.endswith(".accounted") else (lambda x: x)
+        ok, ak = [key(x) for x in o], list(a)
         if ok != ak:
             return "%s: keys %r, want %r" % (where, ak, ok)
         for x in o:
-            d = compare(m, o[x], a[m.get(x, x)], "%s.%s" % (where, x))
+            d = compare(m, o[x], a[key(x)], "%s.%s" % (where, x))
             if d:
                 return d
         return None

@@ -14,6 +14,7 @@
 # on exit.
 set -u
 TALLY=$(realpath "${1:?usage: anonymize.sh path/to/tally}")
+cd "$(dirname "$0")/../.." || exit 1
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); }
