@@ -1,9 +1,12 @@
 /*
 ** load.c: reading Kubernetes objects from YAML and JSON into the store.
 **
-** Files are mapped into memory and parsed with libfyaml's event API. For
-** each document the loader builds a small tly_node tree (node.h) of one
-** object at a time:
+** Files are mapped into memory (pipes read into an anonymous mapping) and
+** checked to be UTF-8. JSON (a *.json name, or text that is JSON from end
+** to end under a name that says neither JSON nor YAML, and
+** tly_store_load_json()) goes to the native streaming reader (jsonparse.c,
+** jsonread.h); YAML to libfyaml's event API. Either way the loader builds
+** a small tly_node tree (node.h) of one object at a time:
 **
 **   - a document that is one object becomes one tree;
 **   - a document that is a List (kubectl get -o yaml|json) has its `items`
@@ -14,7 +17,9 @@
 ** Objects then go to their kind's decoder (decode_<kind>.c), selected by
 ** API group and kind. Problems become diagnostics with file:line:col; a YAML
 ** syntax error ends its document, and parsing resumes at the next `---`
-** document marker so the rest of a multi-document file still loads.
+** document marker so the rest of a multi-document file still loads; a JSON
+** syntax error ends the input (what came before it stays loaded). The
+** input's pages are given back to the kernel as the reader passes them.
 **
 ** YAML aliases are rejected (kubectl never prints them, and resolving them
 ** is how "billion laughs" inputs blow up memory).
@@ -432,6 +437,10 @@ static void decode_meta(tly_dctx *dx, const tly_node *md, tly_meta *m)
 {
     size_t mark = tly_dx_push(dx, "metadata");
     tly_dx_str(dx, md, "uid", &m->uid);
+    /* Opaque: kept as text whatever its YAML type, never an error (live writes use it). */
+    const tly_node *rv = tly_node_get(md, "resourceVersion");
+    if (rv && tly_node_is_scalar(rv))
+        m->resource_version = tly_arena_strdup(dx->arena, rv->str);
     tly_dx_kvs(dx, md, "labels", &m->labels);
     tly_dx_kvs(dx, md, "annotations", &m->annotations);
     tly_dx_time(dx, md, "creationTimestamp", &m->created);

@@ -1,7 +1,8 @@
 /*
 ** node.h: a small YAML/JSON value tree for one Kubernetes object.
 **
-** The loader (load.c) reads files with libfyaml's event API and builds a
+** The loader (load.c) reads files with libfyaml's event API (YAML) or
+** tally's own JSON reader (jsonparse.c) and builds a
 ** tly_node tree for one object at a time in a scratch arena; the kind's
 ** decoder turns that tree into a typed struct (objects.h) and the arena is
 ** reset. Large dumps are therefore never held as a whole document tree (a
