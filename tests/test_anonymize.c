@@ -37,6 +37,7 @@
 #include "tally/node.h"
 #include "tally/nodewrite.h"
 #include "tally/podsched.h"
+#include "tally/queues.h"
 #include "tally/runsched.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1052,10 +1053,19 @@ static void run_fields(fields *f, tly_runsched *rs, const tly_names *names)
     }
 }
 
+/* What a scenario's args file sets (--now, --queue-admission-gating); the rest is not used. */
+typedef struct {
+    const char *now;
+    int gating;   /* a tly_gating_mode, 0 when not given */
+} sim_opts;
+
 /* Loads text (or a path) into a store and runs the engines as tly_cmd_run_engines does. */
-static void simulate(fields *f, const char *path, const char *text, size_t len, const char *now)
+static void simulate(fields *f, const char *path, const char *text, size_t len, const sim_opts *o)
 {
+    const char *now = o->now;
     tly_store *s = tly_store_create();
+    if (o->gating)
+        tly_store_set_gating_mode(s, o->gating);
     if (text)
         tly_store_load_string(s, "snapshot.json", text, len);
     else
@@ -1192,23 +1202,32 @@ static bool outcomes_differ(const fields *a, const fields *b, const tly_anonymiz
     return false;
 }
 
-/* The --now of a scenario's args file, if any (in arena a). */
-static const char *scenario_now(const char *dir, tly_arena *a)
+/* The value after `flag` in text (" " or "=" between), in arena a, or NULL. */
+static const char *flag_value(const char *text, const char *flag, tly_arena *a)
 {
+    const char *p = strstr(text, flag);
+    if (!p)
+        return NULL;
+    p += strlen(flag);
+    p += strspn(p, " =");
+    return tly_arena_strndup(a, p, strcspn(p, " \n"));
+}
+
+static sim_opts scenario_opts(const char *dir, tly_arena *a)
+{
+    sim_opts o = {0};
     char path[512];
     snprintf(path, sizeof path, "%s/args", dir);
     size_t len;
     char *text = read_all(path, &len);
     if (!text)
-        return NULL;
-    const char *p = strstr(text, "--now");
-    const char *now = NULL;
-    if (p) {
-        p += 5 + strspn(p + 5, " =");
-        now = tly_arena_strndup(a, p, strcspn(p, " \n"));
-    }
+        return o;
+    o.now = flag_value(text, "--now", a);
+    const char *g = flag_value(text, "--queue-admission-gating", a);
+    if (g)
+        o.gating = tly_gating_mode_parse(g);
     free(text);
-    return now;
+    return o;
 }
 
 /*
@@ -1217,8 +1236,8 @@ static const char *scenario_now(const char *dir, tly_arena *a)
 ** snapshot. Returns the number of differing fields of the last; *changed
 ** says whether a pod's or Run's outcome differs, not only the lists' order.
 */
-static size_t check_input(const char *path, const char *now, bool reverse, char *first, size_t cap,
-                          bool *changed)
+static size_t check_input(const char *path, const sim_opts *opts, bool reverse, char *first,
+                          size_t cap, bool *changed)
 {
     tly_arena *a = tly_arena_create(1 << 16);
     objlist objs = {0};
@@ -1235,9 +1254,9 @@ static size_t check_input(const char *path, const char *now, bool reverse, char 
         tly_anonymizer_rename(an, objs.v[i], a);
     char *anon = write_list(&objs, &alen);
     fields f0 = {.a = a}, f1 = {.a = a}, f2 = {.a = a};
-    simulate(&f0, path, NULL, 0, now);
-    simulate(&f1, NULL, orig, olen, now);
-    simulate(&f2, NULL, anon, alen, now);
+    simulate(&f0, path, NULL, 0, opts);
+    simulate(&f1, NULL, orig, olen, opts);
+    simulate(&f2, NULL, anon, alen, opts);
     char why[1024] = "";
     if (diff_fields(&f0, &f1, NULL, why, sizeof why))
         fail_msg("%s: the snapshot of the YAML does not simulate as the YAML: %s", path, why);
@@ -1287,8 +1306,8 @@ static size_t check_every_input(bool reverse, size_t *ninputs, size_t *nchanged)
             continue;
         char first[1024] = "";
         bool changed;
-        size_t bad = check_input(input, example ? NULL : scenario_now(names[i], a), reverse, first,
-                                 sizeof first, &changed);
+        sim_opts opts = example ? (sim_opts){0} : scenario_opts(names[i], a);
+        size_t bad = check_input(input, &opts, reverse, first, sizeof first, &changed);
         (*ninputs)++;
         *nchanged += changed;
         if (bad) {
