@@ -66,7 +66,8 @@ class Webhook:
         self.conditions = []
         for mc in w.get("matchConditions") or []:
             # Compiled when the configuration is stored; refused there when outside the subset.
-            self.conditions.append((mc.get("name"), kube_cel.compile_expr(mc.get("expression"))))
+            self.conditions.append((mc.get("expression"),
+                                    kube_cel.compile_expr(mc.get("expression"))))
 
     @property
     def failure_policy(self):
@@ -158,17 +159,17 @@ class Dispatcher:
         if w.conditions:
             env = {"object": view_obj, "oldObject": view_old, "request": req}
             errors = []
-            for cname, ast in w.conditions:
+            for expr, ast in w.conditions:
                 try:
                     if not kube_cel.evaluate_bool(ast, env):
                         return obj
                 except kube_cel.CelError as e:
-                    errors.append("expression '%s' resulted in error: %s" % (cname, e))
+                    errors.append("expression '%s' resulted in error: %s" % (expr, e))
             if errors:
                 if w.failure_policy == "Ignore":
                     return obj
-                raise forbidden(a.res.group, a.res.plural, a.name,
-                                "failed to evaluate match condition: " + "; ".join(errors))
+                raise forbidden(a.res.group, a.res.plural, a.name, errors[0] if len(errors) == 1
+                                else "[" + ", ".join(errors) + "]")
         if a.dry_run and w.w.get("sideEffects") not in ("None", "NoneOnDryRun"):
             raise ApiError(400, "BadRequest",
                            'admission webhook "%s" does not support dry run' % w.name)

@@ -440,6 +440,11 @@ class Api:
                 e.headers.append(("Retry-After", str(ra)))
             raise e
         if verb == "watch":
+            if name:
+                # The item-path form of a watch is a watch with a name field selector.
+                sel = req.query.get("fieldSelector")
+                req.query["fieldSelector"] = "metadata.name=%s" % name + ("," + sel if sel
+                                                                          else "")
             return self.watch(req, res, ns)
         if verb == "list":
             return self.list(req, res, ns)

@@ -181,6 +181,18 @@ class WebhookTest(unittest.TestCase):
         self.assertEqual(r.status, 403)
         self.assertEqual(C.post(ns_path("configmaps", "hooked"), {
             "metadata": {"name": "other", "labels": {"x": "y"}}}).status, 201)
+        # An evaluation error fails closed (failurePolicy Fail) without calling the webhook.
+        C.delete(VWC + "/v")
+        config(VWC, "v", webhook("err.example.com", "/record", [rule(["configmaps"])],
+                                 matchConditions=[{"name": "e", "expression":
+                                                   "object.metadata.labels['x'] == 'y'"}]))
+        del CALLS[:]
+        r = C.post(ns_path("configmaps", "hooked"), {"metadata": {"name": "nolabels"}})
+        self.assertEqual(r.status, 403)
+        self.assertEqual(r.json["message"], 'configmaps "nolabels" is forbidden: expression '
+                                            "'object.metadata.labels['x'] == 'y'' resulted in "
+                                            "error: no such key: labels")
+        self.assertEqual(CALLS, [])
         # An expression outside the supported subset refuses the configuration.
         r = C.post(VWC, {"apiVersion": "admissionregistration.k8s.io/v1",
                          "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "bad"},
