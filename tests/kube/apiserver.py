@@ -43,11 +43,12 @@ def _openssl(*args):
 
 
 def make_certs(d):
-    """A CA, a server certificate for 127.0.0.1/localhost and two client certificates
-    (CN=tally-test O=system:masters, CN=limited), once per directory."""
+    """A CA, a server certificate for 127.0.0.1/localhost and client certificates
+    (CN=tally-test O=system:masters, CN=limited, and CN=kube-apiserver, which the server
+    presents to admission webhooks), once per directory."""
     if all(os.path.exists(os.path.join(d, f)) for f in
            ("ca.crt", "ca.key", "server.crt", "server.key", "client.crt", "client.key",
-            "limited.crt", "limited.key")):
+            "limited.crt", "limited.key", "webhook-client.crt", "webhook-client.key")):
         return
     p = lambda f: os.path.join(d, f)  # noqa: E731
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
@@ -61,6 +62,8 @@ def make_certs(d):
              ("client", "/O=system:masters/CN=tally-test",
               "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"),
              ("limited", "/CN=limited",
+              "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n"),
+             ("webhook-client", "/CN=kube-apiserver",
               "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n")]
     for name, subj, ext in certs:
         with open(p(name + ".ext"), "w") as f:
@@ -206,10 +209,14 @@ class State:
     def __init__(self, args):
         self.args = args
         self.dir = os.path.abspath(args.dir)
+        cert = (args.webhook_client_cert or os.path.join(self.dir, "webhook-client.crt"),
+                args.webhook_client_key or os.path.join(self.dir, "webhook-client.key"))
         self.api = kube_api.Api(dra_versions=args.dra_versions, omit_groups=args.omit_group,
                                 history=args.history, watch_queue=args.watch_queue,
                                 service_urls=args.service_urls,
-                                aggregated_discovery=not args.no_aggregated_discovery)
+                                aggregated_discovery=not args.no_aggregated_discovery,
+                                webhook_client_cert=None if args.no_webhook_client_cert
+                                else cert)
         self.log_lock = threading.Lock()
         self.log = []
         self.log_file = open(args.log, "a") if args.log else None
@@ -703,6 +710,9 @@ def parse_args(argv):
     ap.add_argument("--service-url", action="append", default=[])
     ap.add_argument("--exec-expiry", type=int, default=3600)
     ap.add_argument("--no-aggregated-discovery", action="store_true")
+    ap.add_argument("--webhook-client-cert")
+    ap.add_argument("--webhook-client-key")
+    ap.add_argument("--no-webhook-client-cert", action="store_true")
     args = ap.parse_args(argv)
     args.dra_versions = [v for v in args.dra_versions.split(",") if v]
     args.service_urls = {}

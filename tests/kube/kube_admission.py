@@ -4,6 +4,7 @@ import base64
 import errno
 import http.client
 import json
+import os
 import socket
 import ssl
 import urllib.parse
@@ -110,8 +111,9 @@ class Webhook:
 
 
 class Dispatcher:
-    def __init__(self, service_urls=None):
+    def __init__(self, service_urls=None, client_cert=None):
         self.service_urls = service_urls or {}
+        self.client_cert = client_cert  # (cert, key) files presented to webhooks, or None
 
     def hooks(self, configs, mutating):
         """Webhooks of the stored configurations, in kube-apiserver's order (configurations
@@ -255,6 +257,8 @@ class Dispatcher:
             except (ValueError, ssl.SSLError):
                 raise WebhookCallError("could not get REST client: unable to load root "
                                        "certificates: unable to parse bytes as PEM block")
+        if self.client_cert and all(os.path.exists(f) for f in self.client_cert):
+            ctx.load_cert_chain(*self.client_cert)
         host = u.hostname or ""
         port = u.port or 443
         conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ctx)

@@ -157,14 +157,15 @@ class Faults:
 
 class Api:
     def __init__(self, dra_versions=("v1", "v1beta2", "v1beta1"), omit_groups=(), history=10000,
-                 watch_queue=100000, service_urls=None, aggregated_discovery=True):
+                 watch_queue=100000, service_urls=None, aggregated_discovery=True,
+                 webhook_client_cert=None):
         self.store = Store(history=history, watch_queue=watch_queue)
         self.dra_versions = list(dra_versions)
         self.omitted = set(omit_groups)
         self.aggregated_discovery = aggregated_discovery
         self.faults = Faults()
         self.rbac = {}  # user -> [rule]
-        self.dispatcher = kube_admission.Dispatcher(service_urls or {})
+        self.dispatcher = kube_admission.Dispatcher(service_urls or {}, webhook_client_cert)
         self.registry_lock = threading.Lock()
         self.builtin = kube_resources.builtins(self.dra_versions)
         self.by_gvr = {}

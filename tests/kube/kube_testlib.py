@@ -236,8 +236,9 @@ class Webhook:
     (merged into {"uid": ..., "allowed": True}). Uses the API server's certificate for
     127.0.0.1; ca_bundle is the base64 CA for clientConfig.caBundle."""
 
-    def __init__(self, server, handler, delay=0.0):
+    def __init__(self, server, handler, delay=0.0, require_client_cert=False):
         outer = self
+        self.peers = []
         self.handler = handler
         self.delay = delay
         self.calls = []
@@ -251,6 +252,8 @@ class Webhook:
             def do_POST(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 review = json.loads(self.rfile.read(n))
+                cert = self.connection.getpeercert() or {}
+                outer.peers.append(dict(x[0] for x in cert.get("subject", ())).get("commonName"))
                 outer.calls.append((self.path, review["request"]))
                 if outer.delay:
                     time.sleep(outer.delay)
@@ -274,6 +277,9 @@ class Webhook:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(os.path.join(server.dir, "server.crt"),
                             os.path.join(server.dir, "server.key"))
+        if require_client_cert:
+            ctx.load_verify_locations(os.path.join(server.dir, "ca.crt"))
+            ctx.verify_mode = ssl.CERT_REQUIRED
         self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
         self.url = "https://127.0.0.1:%d" % self.port

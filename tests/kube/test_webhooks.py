@@ -39,7 +39,7 @@ def handler(req, path):
 
 def setUpModule():
     global S, C, HOOK, SVC
-    HOOK = Webhook(_CertServer, handler)
+    HOOK = Webhook(_CertServer, handler, require_client_cert=True)
     SVC = Webhook(_CertServer, handler)
     S = Server("--service-url", "hooks/svc=%s" % SVC.url)
     C = S.client()
@@ -98,6 +98,8 @@ class WebhookTest(unittest.TestCase):
         self.assertIsNone(mreq["oldObject"])
         self.assertEqual(mreq["options"]["kind"], "CreateOptions")
         self.assertEqual(vreq["object"]["metadata"]["labels"], {"mutated": "yes"})
+        # The server presents its webhook client certificate (CN=kube-apiserver).
+        self.assertEqual(HOOK.peers[-1], "kube-apiserver")
         # Objects outside the namespace selector are not sent.
         del CALLS[:]
         self.assertEqual(C.post(ns_path("pods"), pod("m2")).status, 201)
