@@ -530,6 +530,10 @@ class Api:
                                          "Forbidden: specifying resource version is not "
                                          "allowed when using continue")],
                              kind="ListOptions.meta.k8s.io")
+        if rv_param == "0":
+            limit = 0  # served from the watch cache, which ignores limit for "0"
+        elif rv_param not in (None, "") and not rvm and limit:
+            rvm = "Exact"  # the legacy exact match: a resourceVersion with a limit
         if rv_param not in (None, "", "0") and rvm != "Exact":
             self._wait_rv(self._parse_rv(rv_param))
         start = ""

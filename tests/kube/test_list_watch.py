@@ -133,6 +133,15 @@ class ListTest(NamespacedTest):
         self.assertEqual(r.json["details"]["causes"][0]["reason"], "ResourceVersionTooLarge")
         r = self.c.get(ns_path("configmaps", self.ns), query={"continue": "garbage"})
         self.assertEqual(r.status, 400)
+        # resourceVersion=0 is served from the watch cache, which ignores limit; a
+        # resourceVersion with a limit is an exact read (the legacy exact match).
+        r = self.c.get(ns_path("configmaps", self.ns), query={"resourceVersion": "0",
+                                                               "limit": "2"})
+        self.assertEqual(len(r.json["items"]), 7)
+        self.assertNotIn("continue", r.json["metadata"])
+        r = self.c.get(ns_path("configmaps", self.ns), query={"resourceVersion": str(rv),
+                                                               "limit": "100"})
+        self.assertEqual(r.json["metadata"]["resourceVersion"], str(rv))
 
 
 class ExpiryTest(unittest.TestCase):
