@@ -2,6 +2,7 @@
 ** bench_live.c: watch events applied to the live state (include/tally/live.h).
 **
 **   bench-live PODS EVENTS [FORKS]
+**   bench-live --webhook PODS EVENTS_PER_S REVIEWS_PER_S SECONDS
 **
 ** Builds a cluster of PODS running pods (about 4 KB of JSON each, as the API
 ** server sends a pod: labels, annotations, owner references, two
@@ -19,10 +20,21 @@
 ** Prints events/s and the writer's longest hold of its lock; under
 ** callgrind (scripts/bench.sh) the instructions per event at two sizes
 ** tell whether an event's cost grows with the cluster.
+**
+** --webhook: the decision latency of the webhook on the live state while
+** events stream in. One thread applies events at EVENTS_PER_S (paced, as
+** the watch delivers them), another decides a pods/resize review at
+** REVIEWS_PER_S (open loop: each review is due at a fixed time, and its
+** latency counts from then, so a review kept waiting is charged for it):
+** take a fork, tly_admit_review() on it, release it. The same run with no
+** events is the baseline; both print p50/p99/max.
 */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tally/admit.h"
 
 #if defined(__has_include) && __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -111,15 +123,9 @@ static void small(tly_live *l, tly_arena *a, const char *json)
     }
 }
 
-int main(int argc, char **argv)
+/* The cluster: queues, a PriorityClass, an AccountedResource, nodes, and `pods` running pods. */
+static void build_cluster(tly_live *l, tly_arena *a, long pods)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: bench-live PODS EVENTS [FORKS]\n");
-        return 2;
-    }
-    long pods = atol(argv[1]), events = atol(argv[2]), forks = argc > 3 ? atol(argv[3]) : 0;
-    tly_live *l = tly_live_create(NULL);
-    tly_arena *a = tly_arena_create(64 * 1024);
     char buf[8192];
     long nodes = pods / NODES_PER + 1;
     for (long q = 0; q < QUEUES; q++) {
@@ -153,20 +159,156 @@ int main(int argc, char **argv)
     double sync = now_s() - t0;
     printf("sync: %ld pods (%.0f bytes each) applied in %.2f s: %.0f pods/s\n", pods,
            (double)bytes / (double)pods, sync, (double)pods / sync);
+}
 
+/* The i-th event of the stream into buf: a bind, a phase change or a resize status. */
+static size_t event_json(char *buf, size_t n, long e, long pods)
+{
+    long nodes = pods / NODES_PER + 1, i = (e * 7919) % pods;
+    char node[32];
+    snprintf(node, sizeof node, "gpu-%05ld", (i + e) % nodes);
+    int kind = (int)(e % 3);
+    return kind == 0   ? pod_json(buf, n, i, 1, node, 0)
+           : kind == 1 ? pod_json(buf, n, i, 2, node, 0)
+                       : pod_json(buf, n, i, 1, node, 2 + (int)(e % 5));
+}
+
+static void sleep_until(double t)
+{
+    double d = t - now_s();
+    if (d > 0) {
+        struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+typedef struct {
+    tly_live *l;
+    long pods;
+    double rate, until;
+    volatile int stop;
+    long applied;
+} streamer;
+
+static void *stream_events(void *arg)
+{
+    streamer *st = arg;
+    tly_arena *a = tly_arena_create(64 * 1024);
+    char buf[8192];
+    double t0 = now_s();
+    for (long e = 0; !st->stop && now_s() < st->until; e++) {
+        sleep_until(t0 + (double)e / st->rate);
+        size_t len = event_json(buf, sizeof buf, e + 1000003, st->pods);
+        tly_arena_reset(a);
+        tly_node *n = tly_parse_value(buf, len, a);
+        tly_live_apply(st->l, TLY_LIVE_UPSERT, n, "bench");
+        st->applied++;
+    }
+    tly_arena_destroy(a);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Decides reviews at `rate` for `seconds`; returns the latencies (seconds, sorted) in *out. */
+static size_t decide_at(tly_live *l, const char *review, size_t rlen, double rate, double seconds,
+                        double **out)
+{
+    size_t n = (size_t)(rate * seconds), allowed = 0;
+    double *lat = tly_xmalloc((n + 1) * sizeof *lat), t0 = now_s();
+    for (size_t k = 0; k < n; k++) {
+        double due = t0 + (double)k / rate;
+        sleep_until(due);
+        tly_store *fork = tly_live_fork(l);
+        tly_admit_result res;
+        char err[256];
+        if (tly_admit_review(fork, review, rlen, &res, err, sizeof err) == 0) {
+            allowed += res.allowed;
+            tly_admit_result_free(&res);
+        }
+        tly_store_destroy(fork);
+        lat[k] = now_s() - due;
+    }
+    if (allowed != n)
+        fprintf(stderr, "bench-live: %zu of %zu reviews allowed (expected all)\n", allowed, n);
+    qsort(lat, n, sizeof *lat, cmp_double);
+    *out = lat;
+    return n;
+}
+
+static void report(const char *what, const double *lat, size_t n)
+{
+    printf("%s: %zu reviews: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", what, n, lat[n / 2] * 1e3,
+           lat[n * 99 / 100] * 1e3, lat[n - 1] * 1e3);
+}
+
+static int webhook_mode(long pods, double erate, double rrate, double seconds)
+{
+    tly_live *l = tly_live_create(NULL);
+    tly_arena *a = tly_arena_create(64 * 1024);
+    build_cluster(l, a, pods);
+    size_t rlen = 0;
+    char *review = NULL;
+    {
+        static char old[8192], neu[8192];
+        pod_json(old, sizeof old, 0, 1, "gpu-00000", 0);
+        pod_json(neu, sizeof neu, 0, 1, "gpu-00000", 0);
+        char *p = strstr(neu, "\"requests\":{\"cpu\":\"1\"");
+        if (p)
+            p[19] = '2';
+        review = tly_xasprintf("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                               "\"request\":{\"uid\":\"bench\",\"kind\":{\"group\":\"\",\"version\":\"v1\","
+                               "\"kind\":\"Pod\"},\"subResource\":\"resize\",\"operation\":\"UPDATE\","
+                               "\"name\":\"train-000000-worker-0\",\"namespace\":\"team-00\",\"object\":%s,"
+                               "\"oldObject\":%s}}",
+                               neu, old);
+        rlen = strlen(review);
+    }
+    double *idle, *busy;
+    size_t n = decide_at(l, review, rlen, rrate, seconds, &idle);
+    report("idle", idle, n);
+    streamer st = {.l = l, .pods = pods, .rate = erate, .until = now_s() + seconds + 1};
+    pthread_t th;
+    pthread_create(&th, NULL, stream_events, &st);
+    n = decide_at(l, review, rlen, rrate, seconds, &busy);
+    st.stop = 1;
+    pthread_join(th, NULL);
+    char what[96];
+    snprintf(what, sizeof what, "with %.0f events/s (%ld applied)", erate, st.applied);
+    report(what, busy, n);
+    printf("p99 busy / idle: %.2f\n", busy[n * 99 / 100] / idle[n * 99 / 100]);
+    free(idle);
+    free(busy);
+    free(review);
+    tly_arena_destroy(a);
+    tly_live_destroy(l);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 6 && !strcmp(argv[1], "--webhook"))
+        return webhook_mode(atol(argv[2]), atof(argv[3]), atof(argv[4]), atof(argv[5]));
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench-live PODS EVENTS [FORKS] | --webhook PODS EVENTS/S REVIEWS/S SECONDS\n");
+        return 2;
+    }
+    long pods = atol(argv[1]), events = atol(argv[2]), forks = argc > 3 ? atol(argv[3]) : 0;
+    tly_live *l = tly_live_create(NULL);
+    tly_arena *a = tly_arena_create(64 * 1024);
+    char buf[8192];
+    build_cluster(l, a, pods);
     double timed = 0;
     long every = forks ? events / forks : 0;
     /* Under callgrind (--instr-atstart=no --collect-atstart=no) only parse + apply is counted. */
     CALLGRIND_START_INSTRUMENTATION;
     tly_store *held = NULL;
     for (long e = 0; e < events; e++) {
-        long i = (e * 7919) % pods;
-        char node[32];
-        snprintf(node, sizeof node, "gpu-%05ld", (i + e) % nodes);
-        int kind = (int)(e % 3);
-        size_t len = kind == 0   ? pod_json(buf, sizeof buf, i, 1, node, 0)      /* a bind */
-                     : kind == 1 ? pod_json(buf, sizeof buf, i, 2, node, 0)      /* Succeeded */
-                                 : pod_json(buf, sizeof buf, i, 1, node, 2 + (int)(e % 5)); /* resize */
+        size_t len = event_json(buf, sizeof buf, e, pods);
         double s = now_s();
         CALLGRIND_TOGGLE_COLLECT;
         tly_arena_reset(a);

@@ -269,6 +269,7 @@ out:
 
 void tly_admit_result_free(tly_admit_result *res)
 {
+    free(res->patch);
     free(res->uid);
     free(res->message);
     free(res->kind);
@@ -277,6 +278,24 @@ void tly_admit_result_free(tly_admit_result *res)
         free(res->warnings[i]);
     free(res->warnings);
     memset(res, 0, sizeof *res);
+}
+
+/* Standard base64 with padding (RFC 4648), as the response's patch field wants it. */
+static char *base64(const char *in, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = tly_xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+    const unsigned char *p = (const unsigned char *)in;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+                     (i + 2 < n ? p[i + 2] : 0);
+        *o++ = tab[v >> 18 & 63];
+        *o++ = tab[v >> 12 & 63];
+        *o++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
+        *o++ = i + 2 < n ? tab[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
 }
 
 void tly_admit_write_response(FILE *out, const tly_admit_result *res, bool pretty)
@@ -304,6 +323,14 @@ void tly_admit_write_response(FILE *out, const tly_admit_result *res, bool prett
         tly_json_key(&j, "message");
         tly_json_string(&j, res->message);
         tly_json_end_object(&j);
+    }
+    if (res->patch) {
+        tly_json_key(&j, "patchType");
+        tly_json_string(&j, "JSONPatch");
+        tly_json_key(&j, "patch");
+        char *b64 = base64(res->patch, strlen(res->patch));
+        tly_json_string(&j, b64);
+        free(b64);
     }
     if (res->nwarnings) {
         tly_json_key(&j, "warnings");

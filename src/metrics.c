@@ -33,12 +33,13 @@ struct tly_metrics {
     atomic_uint_fast64_t reloads, reload_failures, tls_reloads, tls_failures, reservations;
 };
 
-static const char *const ep_name[TLY_EP_COUNT] = {"pods-resize", "queues", "accountedresources",
-                                                  "runs",        "healthz", "readyz",
-                                                  "metrics",     "other"};
+static const char *const ep_name[TLY_EP_COUNT] = {"pods-resize", "queues",      "accountedresources",
+                                                  "runs",        "runs-status", "mutate-pods",
+                                                  "healthz",     "readyz",      "metrics",
+                                                  "other"};
 static const char *const ep_path[TLY_EP_COUNT] = {
     "/validate/pods-resize", "/validate/queues", "/validate/accountedresources", "/validate/runs",
-    "/healthz", "/readyz", "/metrics", NULL};
+    "/validate/runs-status", "/mutate/pods", "/healthz", "/readyz", "/metrics", NULL};
 static const char *const out_name[TLY_OUT_COUNT] = {
     "allowed", "denied", "invalid", "too_large", "error", "ok", "unavailable", "not_found",
     "method_not_allowed"};

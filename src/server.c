@@ -558,8 +558,23 @@ static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, requ
     tly_admit_result res;
     char err[256];
     const tly_resize_ledger *ledger = srv->upsize ? tly_upsize_ledger(srv->upsize) : NULL;
-    int rc = tly_admit_review_ledger(st->store, ledger, rq->body ? rq->body : "", rq->len, &res, err,
+    int rc;
+    bool live_only = rq->ep == TLY_EP_MUTATE_PODS || rq->ep == TLY_EP_RUNS_STATUS;
+    if (live_only) {
+        rc = srv->has_source && srv->source.decide
+                 ? srv->source.decide(srv->source.ctx, rq->ep, st->store, rq->body ? rq->body : "",
+                                      rq->len, &res, err, sizeof err)
+                 : TLY_ENOENT;
+        if (rc == TLY_ENOENT) {
+            state_release(st);
+            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_NOT_FOUND, mono_ns() - t0);
+            return reply_text(conn, MHD_HTTP_NOT_FOUND, "%s is not enabled (it needs --controllers %s)\n",
+                              tly_endpoint_path(rq->ep), rq->ep == TLY_EP_MUTATE_PODS ? "gating" : "runs");
+        }
+    } else {
+        rc = tly_admit_review_ledger(st->store, ledger, rq->body ? rq->body : "", rq->len, &res, err,
                                      sizeof err);
+    }
     state_release(st);
     if (rc != 0) {
         /* admit.h speaks of stdin; here it is the request body. */

@@ -34,6 +34,7 @@ typedef struct {
     bool dry_run;
     char *kind;         /* request.kind.kind, for logs (may be NULL) */
     char *operation;    /* request.operation, for logs (may be NULL) */
+    char *patch;        /* a mutation: the JSON patch to return (patchType JSONPatch), or NULL */
 } tly_admit_result;
 
 /*

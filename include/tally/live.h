@@ -41,6 +41,7 @@ typedef struct tly_live tly_live;
 
 typedef struct {
     const char *scheduler_name;   /* --scheduler-name, or NULL (the Config's, else kai-scheduler) */
+    int gating_mode;              /* --queue-admission-gating (tly_gating_mode), or 0 */
 } tly_live_options;
 
 tly_live *tly_live_create(const tly_live_options *o);
@@ -90,6 +91,24 @@ tly_store *tly_live_fork(tly_live *l);
 ** tly_queues_destroy(). Costs the queues and rows, not the pods.
 */
 tly_queues *tly_live_queues(tly_store *fork);
+
+/*
+** The fork's pods with no node that are not terminal, in (namespace, name)
+** order, into a malloc'd array (the caller frees it; the pods are the
+** fork's). Costs the pending pods, not all pods: what the gating controller
+** reads every cycle.
+*/
+uint32_t tly_live_pending(tly_store *fork, tly_pod ***out);
+/* The fork's pods whose pod-group-name annotation is `podgroup` in ns (the same ownership). */
+uint32_t tly_live_group_pods(tly_store *fork, const char *ns, const char *podgroup, tly_pod ***out);
+
+/*
+** Change notification: a version that grows with every applied change, and
+** a wait until it differs from `seen` (or timeout_ms passes); returns the
+** version then.
+*/
+uint64_t tly_live_version(tly_live *l);
+uint64_t tly_live_wait(tly_live *l, uint64_t seen, long timeout_ms);
 
 /* Objects of a kind now; events applied so far (any thread; for metrics). */
 uint32_t tly_live_count(const tly_live *l, int kind);

@@ -32,6 +32,8 @@ typedef enum {
     TLY_EP_QUEUES,              /* POST /validate/queues */
     TLY_EP_ACCOUNTED_RESOURCES, /* POST /validate/accountedresources */
     TLY_EP_RUNS,                /* POST /validate/runs */
+    TLY_EP_RUNS_STATUS,         /* POST /validate/runs-status (live mode: claim admission) */
+    TLY_EP_MUTATE_PODS,         /* POST /mutate/pods (live mode: the gating controller's gate) */
     TLY_EP_HEALTHZ,
     TLY_EP_READYZ,
     TLY_EP_METRICS,
@@ -40,7 +42,7 @@ typedef enum {
 } tly_endpoint;
 
 /* The first TLY_EP_ADMISSION endpoints decide AdmissionReviews. */
-#define TLY_EP_ADMISSION 4
+#define TLY_EP_ADMISSION 6
 
 typedef enum {
     TLY_OUT_ALLOWED = 0,  /* 200, allowed */

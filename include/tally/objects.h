@@ -71,6 +71,7 @@ typedef struct {
     const char *name;
     const char *ns;        /* NULL for cluster-scoped kinds */
     const char *uid;
+    const char *resource_version;  /* as the API server sent it (live objects), or NULL */
     tly_kvs labels, annotations;
     int64_t created;       /* creationTimestamp, Unix seconds, or TLY_NO_TIME */
     int64_t deleted;       /* deletionTimestamp */

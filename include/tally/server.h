@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tally/admit.h"
 #include "tally/metrics.h"
 #include "tally/store.h"
 
@@ -80,6 +81,14 @@ typedef struct {
     tly_store *(*acquire)(void *ctx);
     bool (*ready)(void *ctx, char *why, size_t whylen);
     void (*metrics)(void *ctx, FILE *out);
+    /*
+    ** The live mode's own endpoints (/mutate/pods, /validate/runs-status):
+    ** decides the review into *res (TLY_OK), TLY_EINVAL for a body that is not
+    ** a review (err says why), or TLY_ENOENT when the endpoint is not enabled
+    ** (a 404). May be NULL: those endpoints are then 404.
+    */
+    int (*decide)(void *ctx, int endpoint, const tly_store *state, const char *body, size_t len,
+                  tly_admit_result *res, char *err, size_t errlen);
 } tly_server_source;
 void tly_server_set_source(tly_server *srv, const tly_server_source *src);
 

@@ -28,7 +28,11 @@
 #include "cmd.h"
 #include "common.h"
 #include "live.h"
+#include "tally/ctrl.h"
+#include "tally/error.h"
+#include "tally/lease.h"
 #include "tally/live.h"
+#include "tally/queues.h"
 #include "tally/reflector.h"
 #include "tally/server.h"
 
@@ -53,6 +57,14 @@ static void usage(FILE *out)
             "  --watch-idle-timeout D      a watch silent this long is restarted (default 90s)\n"
             "  --discovery-interval D      how often a kind that is not served is looked for\n"
             "                              again (default 30s)\n"
+            "  --controllers LIST          gating, status, runs (comma-separated; none by default)\n"
+            "  --queue-admission-gating M  all (default), opt-in or off: which queues are gated\n"
+            "  --reservation-timeout D     how long an admitted, unbound pod reserves its queue\n"
+            "                              (default 10m)\n"
+            "  --leader-elect[=BOOL]       only the Lease holder writes (default: on with\n"
+            "                              controllers or --reserve-upsizes)\n"
+            "  --lease-namespace NS, --lease-name NAME (default: the Pod's namespace, tally)\n"
+            "  --lease-duration D, --renew-deadline D, --retry-period D (15s, 10s, 2s)\n"
             "  --reserve-upsizes[=TIMEOUT] admitted upsizes reserve their increase until the state\n"
             "                              shows them enacted, reverted or Infeasible, or TIMEOUT\n"
             "                              passes (default 2m; 90s, 500ms, 1h or seconds)\n"
@@ -113,11 +125,23 @@ static tly_store *load_state(int n, char **paths, char *why, size_t whylen)
     return s;
 }
 
+/* The live mode's flags. */
+typedef struct {
+    int64_t stale_ms, idle_ms, recheck_ms;
+    int controllers;             /* TLY_CTRL_* */
+    int leader_elect;            /* -1: the default (on with controllers or --reserve-upsizes) */
+    const char *lease_ns, *lease_name;
+    int64_t lease_ms, renew_ms, retry_ms, reservation_ms;
+    const char *gating;          /* --queue-admission-gating */
+} live_flags;
+
 /* The live mode's pieces, handed to the server as its source. */
 typedef struct {
     tly_kube *kube;
     tly_live *live;
     tly_reflectors *refl;
+    tly_lease *lease;
+    tly_ctrl *ctrl;
     tly_server *srv;
     long stale_ms;
 } live_mode;
@@ -130,7 +154,30 @@ static bool live_ready(void *ctx, char *why, size_t whylen)
     return tly_reflectors_ready(m->refl, m->stale_ms, why, whylen);
 }
 
-static void live_metrics(void *ctx, FILE *out) { tly_reflectors_metrics(((live_mode *)ctx)->refl, out); }
+static bool live_synced(void *ctx)
+{
+    char why[256];
+    return live_ready(ctx, why, sizeof why);
+}
+
+static void live_metrics(void *ctx, FILE *out)
+{
+    live_mode *m = ctx;
+    tly_reflectors_metrics(m->refl, out);
+    if (m->ctrl)
+        tly_ctrl_metrics(m->ctrl, out);
+    if (m->lease)
+        fprintf(out, "# HELP tally_leader Whether this replica holds the lease (1) or not (0).\n"
+                     "# TYPE tally_leader gauge\ntally_leader %d\n",
+                tly_lease_leading(m->lease) ? 1 : 0);
+}
+
+static int live_decide(void *ctx, int endpoint, const tly_store *state, const char *body, size_t len,
+                       tly_admit_result *res, char *err, size_t errlen)
+{
+    live_mode *m = ctx;
+    return m->ctrl ? tly_ctrl_decide(m->ctrl, endpoint, state, body, len, res, err, errlen) : TLY_ENOENT;
+}
 
 static void live_log(void *ctx, int level, const char *event, const char *kind, const char *msg)
 {
@@ -139,27 +186,57 @@ static void live_log(void *ctx, int level, const char *event, const char *kind, 
     tly_server_log(m->srv, level, event, kv, 2);
 }
 
-/* Starts the reflectors and makes the live state the server's source. */
-static int start_live(live_mode *m, tly_server *srv, const tly_cmd_live *lv, long stale_ms,
-                      long idle_ms, long recheck_ms)
+static void lease_log(void *ctx, int level, const char *event, const char *msg)
+{
+    live_mode *m = ctx;
+    const char *kv[] = {"msg", msg};
+    tly_server_log(m->srv, level, event, kv, 1);
+}
+
+static void ctrl_log(void *ctx, int level, const char *event, const char *const *kv, size_t nkv)
+{
+    tly_server_log(((live_mode *)ctx)->srv, level, event, kv, nkv);
+}
+
+/* Starts the reflectors, the election and the controllers; the live state is the server's source. */
+static int start_live(live_mode *m, tly_server *srv, const tly_cmd_live *lv, const live_flags *f,
+                      bool reserve)
 {
     tly_kube *k;
     if (tly_cmd_live_connect("serve", lv, &k))
         return 1;
-    m->live = tly_live_create(NULL);
+    tly_live_options lo = {.gating_mode = tly_gating_mode_parse(f->gating)};
+    m->live = tly_live_create(&lo);
     m->srv = srv;
-    m->stale_ms = stale_ms;
-    tly_reflectors_options ro = {.kube = k, .live = m->live, .idle_ms = idle_ms,
-                                 .recheck_ms = recheck_ms, .log = live_log, .log_ctx = m};
-    m->refl = tly_reflectors_start(&ro);
+    m->stale_ms = (long)f->stale_ms;
     m->kube = k;
-    tly_server_source src = {m, live_acquire, live_ready, live_metrics};
+    tly_reflectors_options ro = {.kube = k, .live = m->live, .idle_ms = (long)f->idle_ms,
+                                 .recheck_ms = (long)f->recheck_ms, .log = live_log, .log_ctx = m};
+    m->refl = tly_reflectors_start(&ro);
+    bool elect = f->leader_elect > 0 || (f->leader_elect < 0 && (f->controllers || reserve));
+    if (elect) {
+        const char *ns = f->lease_ns ? f->lease_ns : tly_kube_config_namespace(tly_kube_config_of(k));
+        tly_lease_options eo = {.kube = k, .ns = ns ? ns : "default", .name = f->lease_name,
+                                .duration_ms = (long)f->lease_ms, .renew_deadline_ms = (long)f->renew_ms,
+                                .retry_ms = (long)f->retry_ms, .log = lease_log, .log_ctx = m};
+        m->lease = tly_lease_start(&eo);
+    }
+    if (f->controllers) {
+        tly_ctrl_options co = {.kube = k, .live = m->live, .lease = m->lease,
+                               .controllers = (unsigned)f->controllers,
+                               .reservation_timeout_ms = (long)f->reservation_ms, .ready = live_synced,
+                               .ready_ctx = m, .log = ctrl_log, .log_ctx = m};
+        m->ctrl = tly_ctrl_start(&co);
+    }
+    tly_server_source src = {m, live_acquire, live_ready, live_metrics, live_decide};
     tly_server_set_source(srv, &src);
     return 0;
 }
 
 static void stop_live(live_mode *m)
 {
+    tly_ctrl_stop(m->ctrl);        /* no write after this */
+    tly_lease_stop(m->lease);      /* a leader gives its Lease up */
     tly_reflectors_stop(m->refl);
     tly_live_destroy(m->live);
     tly_kube_destroy(m->kube);
@@ -175,7 +252,10 @@ int tly_cmd_serve(int argc, char **argv)
     int rc = 2;
     tly_cmd_live lv;
     tly_cmd_live_init(&lv);
-    int64_t stale_ms = 60000, idle_ms = 90000, recheck_ms = 30000;
+    live_flags lf = {.stale_ms = 60000, .idle_ms = 90000, .recheck_ms = 30000, .leader_elect = -1,
+                     .lease_name = "tally", .lease_ms = TLY_LEASE_DEFAULT_DURATION_MS,
+                     .renew_ms = TLY_LEASE_DEFAULT_RENEW_MS, .retry_ms = TLY_LEASE_DEFAULT_RETRY_MS,
+                     .reservation_ms = TLY_CTRL_DEFAULT_RESERVATION_MS};
     live_mode lm = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -186,10 +266,13 @@ int tly_cmd_serve(int argc, char **argv)
         if (lr > 0)
             continue;
         static const char *const durations[] = {"--watch-stale-after", "--watch-idle-timeout",
-                                                "--discovery-interval"};
-        int64_t *dst[] = {&stale_ms, &idle_ms, &recheck_ms};
+                                                "--discovery-interval", "--lease-duration",
+                                                "--renew-deadline", "--retry-period",
+                                                "--reservation-timeout"};
+        int64_t *dst[] = {&lf.stale_ms, &lf.idle_ms, &lf.recheck_ms, &lf.lease_ms, &lf.renew_ms,
+                          &lf.retry_ms, &lf.reservation_ms};
         int di = -1;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 7; k++) {
             size_t L = strlen(durations[k]);
             if (!strncmp(a, durations[k], L) && (a[L] == 0 || a[L] == '='))
                 di = k;
@@ -205,10 +288,20 @@ int tly_cmd_serve(int argc, char **argv)
             }
             continue;
         }
+        if (!strcmp(a, "--leader-elect") || !strcmp(a, "--leader-elect=true")) {
+            lf.leader_elect = 1;
+            continue;
+        }
+        if (!strcmp(a, "--leader-elect=false")) {
+            lf.leader_elect = 0;
+            continue;
+        }
         /* --flag VALUE or --flag=VALUE for the flags that take one. */
-        static const char *const valued[] = {"--listen", "--tls-cert", "--tls-key", "--log-level"};
+        static const char *const valued[] = {"--listen", "--tls-cert", "--tls-key", "--log-level",
+                                             "--controllers", "--lease-namespace", "--lease-name",
+                                             "--queue-admission-gating"};
         int which = -1;
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 8; k++) {
             size_t L = strlen(valued[k]);
             if (!strncmp(a, valued[k], L) && (a[L] == 0 || a[L] == '=')) {
                 which = k;
@@ -222,7 +315,22 @@ int tly_cmd_serve(int argc, char **argv)
                 }
             }
         }
-        if (which == 0) {
+        if (which == 4) {
+            char cerr[256];
+            lf.controllers = tly_ctrl_parse(val, cerr, sizeof cerr);
+            if (lf.controllers < 0) {
+                fprintf(stderr, "tally serve: --controllers %s: %s\n", val, cerr);
+                goto out;
+            }
+        } else if (which == 5) {
+            lf.lease_ns = val;
+        } else if (which == 6) {
+            lf.lease_name = val;
+        } else if (which == 7) {
+            if (tly_cmd_gating_check("serve", val))
+                goto out;
+            lf.gating = val;
+        } else if (which == 0) {
             cfg.listen = val;
         } else if (which == 1) {
             cfg.tls_cert = val;
@@ -264,6 +372,15 @@ int tly_cmd_serve(int argc, char **argv)
         usage(stderr);
         goto out;
     }
+    if (lf.controllers && !lv.set) {
+        fprintf(stderr, "tally serve: --controllers needs the live cluster (--kubeconfig or --in-cluster)\n");
+        goto out;
+    }
+    if (lf.renew_ms >= lf.lease_ms || lf.retry_ms >= lf.renew_ms) {
+        fprintf(stderr, "tally serve: want --retry-period < --renew-deadline < --lease-duration "
+                        "(a leader must give up before another may take over)\n");
+        goto out;
+    }
     if ((npaths == 0) == !lv.set) {
         fprintf(stderr, npaths ? "tally serve: give --state PATH... or a live source (--kubeconfig, "
                                  "--context, --in-cluster), not both\n"
@@ -290,7 +407,7 @@ int tly_cmd_serve(int argc, char **argv)
         goto out;
     }
     if (lv.set) {
-        if (start_live(&lm, srv, &lv, (long)stale_ms, (long)idle_ms, (long)recheck_ms)) {
+        if (start_live(&lm, srv, &lv, &lf, cfg.reserve_upsizes_ms > 0)) {
             tly_server_destroy(srv);
             goto out;
         }

@@ -55,6 +55,8 @@ typedef struct {
     tly_ptree *kinds[TLY_K_COUNT];
     tly_ptree *rtpods;
     tly_ptree *rows;
+    tly_ptree *pending;      /* pods with no node that are not terminal */
+    tly_ptree *groups;       /* pods by PodGroup */
 } lview;
 
 struct tly_live {
@@ -63,9 +65,12 @@ struct tly_live {
     tly_epochs priv;         /* the writer-only maps (never moves) */
     tly_names *names;
     char *scheduler_name;
+    int gating_mode;
     tly_ptree *kinds[TLY_K_COUNT];
     tly_ptree *rtpods;
     tly_ptree *rows;
+    tly_ptree *pending;      /* ns\x1fpod -> pod: not bound, not terminal (the gating controller) */
+    tly_ptree *groups;       /* ns\x1fpodgroup\x1fpod -> pod (the gating controller's gangs) */
     tly_arena *scratch;      /* one charge computation at a time (writer) */
     pthread_mutex_t dmu;     /* the decoders' diagnostics list, reused */
     tly_diags *ddiags;
@@ -80,6 +85,10 @@ struct tly_live {
     /* figures */
     uint32_t counts[TLY_K_COUNT];
     uint64_t applied, rejected;
+    /* Change notification: the version counts applied changes; waiters sleep on `changed`. */
+    pthread_mutex_t vmu;
+    pthread_cond_t changed;
+    uint64_t version;
     /* How long the writer lock was held: per event/sweep and per fork, in log2 ns buckets. */
     uint64_t hold_hist[2][40];
 };
@@ -239,10 +248,13 @@ tly_live *tly_live_create(const tly_live_options *o)
     tly_epochs_init(&l->priv);
     l->names = tly_names_create();
     l->scheduler_name = o && o->scheduler_name ? tly_xstrdup(o->scheduler_name) : NULL;
+    l->gating_mode = o ? o->gating_mode : 0;
     l->head_ctx.l = l;
     l->scratch = tly_arena_create(16 * 1024);
     l->ddiags = tly_diags_create();
     pthread_mutex_init(&l->dmu, NULL);
+    pthread_mutex_init(&l->vmu, NULL);
+    pthread_cond_init(&l->changed, NULL);
     return l;
 }
 
@@ -262,9 +274,11 @@ static tly_store *head(tly_live *l)
     memcpy(l->head_ctx.kinds, l->kinds, sizeof l->kinds);
     l->head_ctx.rtpods = l->rtpods;
     l->head_ctx.rows = l->rows;
-    if (!l->head)
+    if (!l->head) {
         l->head = tly_store_create_view(&head_backend, &l->head_ctx, l->names,
                                         first_config(l->kinds[TLY_K_CONFIG]), l->scheduler_name);
+        tly_store_set_gating_mode(l->head, l->gating_mode);
+    }
     return l->head;
 }
 
@@ -301,6 +315,10 @@ void tly_live_destroy(tly_live *l)
     tly_arena_destroy(l->scratch);
     tly_diags_destroy(l->ddiags);
     pthread_mutex_destroy(&l->dmu);
+    pthread_mutex_destroy(&l->vmu);
+    pthread_cond_destroy(&l->changed);
+    tly_ptree_free(&l->ep, l->pending);
+    tly_ptree_free(&l->ep, l->groups);
     tly_ptree_free(&l->priv, l->on_node);
     tly_ptree_free(&l->priv, l->in_group);
     for (int k = 0; k < TLY_K_COUNT; k++) {
@@ -438,7 +456,7 @@ static void index_set(tly_live *l, tly_ptree **ix, const char *a, const char *b,
     free(prev);
 }
 
-/* The writer-only indexes and the Runtime Pod index for pod p (on: added, else removed). */
+/* The writer-only indexes for pod p (on: added, else removed): which pods to charge again. */
 static void index_pod(tly_live *l, const char *pkey, const tly_pod *p, bool on)
 {
     if (p->node_name && *p->node_name)
@@ -446,14 +464,48 @@ static void index_pod(tly_live *l, const char *pkey, const tly_pod *p, bool on)
     const char *pg = tly_kvs_get(&p->meta.annotations, "pod-group-name");
     if (pg && *pg)
         index_set(l, &l->in_group, p->meta.ns, pg, pkey, p->meta.name, on);
-    const char *rt = tly_kvs_get(&p->meta.labels, "runtime");
-    if (rt) {
-        char key[KEYMAX * 2];
-        snprintf(key, sizeof key, "%s\x1f%s\x1f%s", p->meta.ns, rt, p->meta.name);
-        void *prev;
-        l->rtpods = on ? tly_ptree_put(&l->ep, l->rtpods, key, (void *)p, &prev)
-                       : tly_ptree_del(&l->ep, l->rtpods, key, &prev);
+}
+
+/*
+** The indexes forks read hold the pod objects themselves, so every new
+** version of a pod replaces its entries: Runtime Pods by (namespace, runtime
+** label), pods by (namespace, PodGroup annotation).
+*/
+static void index_object(tly_live *l, tly_ptree **ix, const char *label, const tly_pod *p, bool on)
+{
+    if (!label)
+        return;
+    char key[KEYMAX * 2];
+    snprintf(key, sizeof key, "%s\x1f%s\x1f%s", p->meta.ns, label, p->meta.name);
+    void *prev;
+    *ix = on ? tly_ptree_put(&l->ep, *ix, key, (void *)p, &prev) : tly_ptree_del(&l->ep, *ix, key, &prev);
+}
+
+static void index_fork_pod(tly_live *l, const tly_pod *old, const tly_pod *neu)
+{
+    if (old) {
+        index_object(l, &l->rtpods, tly_kvs_get(&old->meta.labels, "runtime"), old, false);
+        index_object(l, &l->groups, tly_kvs_get(&old->meta.annotations, "pod-group-name"), old, false);
     }
+    if (neu) {
+        index_object(l, &l->rtpods, tly_kvs_get(&neu->meta.labels, "runtime"), neu, true);
+        index_object(l, &l->groups, tly_kvs_get(&neu->meta.annotations, "pod-group-name"), neu, true);
+    }
+}
+
+static bool is_pending(const tly_pod *p)
+{
+    return (!p->node_name || !*p->node_name) && !tly_pod_terminal(p);
+}
+
+/* The pending index holds the pod object itself: refreshed on every change of a pending pod. */
+static void index_pending(tly_live *l, const char *pkey, const tly_pod *old, const tly_pod *neu)
+{
+    void *prev;
+    if (neu && is_pending(neu))
+        l->pending = tly_ptree_put(&l->ep, l->pending, pkey, (void *)neu, &prev);
+    else if (old && is_pending(old))
+        l->pending = tly_ptree_del(&l->ep, l->pending, pkey, &prev);
 }
 
 /* ---- applying events -------------------------------------------------------------- */
@@ -488,13 +540,13 @@ static void after_pod(tly_live *l, const char *key, lobj *oldo, lobj *newo)
 {
     const tly_pod *old = oldo ? (const tly_pod *)oldo->m : NULL;
     const tly_pod *neu = newo ? (const tly_pod *)newo->m : NULL;
+    index_pending(l, key, old, neu);
     bool same = old && neu && same_index_keys(old, neu);
     if (old && !same)
         index_pod(l, key, old, false);
     if (neu && !same)
         index_pod(l, key, neu, true);
-    else if (neu && tly_kvs_get(&neu->meta.labels, "runtime"))
-        index_pod(l, key, neu, true);   /* the Runtime Pod index holds the object itself */
+    index_fork_pod(l, old, neu);
     bool moved = old && neu && old->node_name && neu->node_name && strcmp(old->node_name, neu->node_name);
     if (moved && l->fault == TLY_LIVE_FAULT_STALE_CHARGE) {
         newo->charge = oldo->charge;   /* the test switch: the old charge stays */
@@ -594,6 +646,41 @@ static lobj *decode(tly_live *l, const tly_node *obj, const char *name)
     return o;
 }
 
+/* Wakes whoever waits for a change (the controllers). */
+static void notify(tly_live *l)
+{
+    pthread_mutex_lock(&l->vmu);
+    l->version++;
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->vmu);
+}
+
+uint64_t tly_live_version(tly_live *l)
+{
+    pthread_mutex_lock(&l->vmu);
+    uint64_t v = l->version;
+    pthread_mutex_unlock(&l->vmu);
+    return v;
+}
+
+uint64_t tly_live_wait(tly_live *l, uint64_t seen, long timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (timeout_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&l->vmu);
+    while (l->version == seen && pthread_cond_timedwait(&l->changed, &l->vmu, &until) == 0)
+        ;
+    uint64_t v = l->version;
+    pthread_mutex_unlock(&l->vmu);
+    return v;
+}
+
 int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char *name)
 {
     lobj *o = decode(l, obj, name);
@@ -617,6 +704,7 @@ int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char 
     held_for(l, HOLD_WRITE, t0);
     pthread_mutex_unlock(&l->wmu);
     __atomic_add_fetch(&l->applied, 1, __ATOMIC_RELAXED);
+    notify(l);
     return TLY_OK;
 }
 
@@ -687,6 +775,7 @@ uint32_t tly_live_sweep_end(tly_live *l, tly_live_sweep *sw)
     uint32_t n = c.gone.n;
     free(sw);
     __atomic_add_fetch(&l->applied, n, __ATOMIC_RELAXED);
+    notify(l);
     return n;
 }
 
@@ -701,11 +790,15 @@ tly_store *tly_live_fork(tly_live *l)
     memcpy(v->kinds, l->kinds, sizeof v->kinds);
     v->rtpods = l->rtpods;
     v->rows = l->rows;
+    v->pending = l->pending;
+    v->groups = l->groups;
     const tly_config *cfg = first_config(l->kinds[TLY_K_CONFIG]);
     v->epoch = tly_epochs_fork(&l->ep);
     held_for(l, HOLD_FORK, t0);
     pthread_mutex_unlock(&l->wmu);
-    return tly_store_create_view(&fork_backend, v, l->names, cfg, l->scheduler_name);
+    tly_store *s = tly_store_create_view(&fork_backend, v, l->names, cfg, l->scheduler_name);
+    tly_store_set_gating_mode(s, l->gating_mode);
+    return s;
 }
 
 tly_queues *tly_live_queues(tly_store *fork)
@@ -716,6 +809,33 @@ tly_queues *tly_live_queues(tly_store *fork)
     tly_queues *qs = tly_queues_create(fork);
     tly_ledger_charge_full(v->rows, qs);
     return qs;
+}
+
+uint32_t tly_live_pending(tly_store *fork, tly_pod ***out)
+{
+    lview *v = tly_store_view_ctx(fork);
+    *out = NULL;
+    if (!v)
+        return 0;
+    podlist p = {0};
+    tly_ptree_each(v->pending, collect_pod, &p);
+    *out = p.v;
+    return p.n;
+}
+
+uint32_t tly_live_group_pods(tly_store *fork, const char *ns, const char *podgroup, tly_pod ***out)
+{
+    lview *v = tly_store_view_ctx(fork);
+    *out = NULL;
+    if (!v)
+        return 0;
+    char lo[KEYMAX], hi[KEYMAX];
+    snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns, podgroup);
+    snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns, podgroup);
+    podlist p = {0};
+    tly_ptree_range(v->groups, lo, hi, collect_pod, &p);
+    *out = p.v;
+    return p.n;
 }
 
 uint32_t tly_live_count(const tly_live *l, int kind)

@@ -1,0 +1,612 @@
+/*
+** gatectl.c: the gating controller (gatectl.h; docs/controllers.md).
+**
+** One cycle, on one fork of the live state:
+**
+**  1. The queues' usage is the live ledger's (tly_live_queues: every bound
+**     pod charged). The Reserved bucket is recomputed from the fork: every
+**     pending pod of tally's without tally's gate (admitted, not yet bound)
+**     whose admission (the kai.scheduler/queue-admitted-timestamp
+**     annotation, else its creation) is younger than --reservation-timeout
+**     reserves its charge, and so do the pods this controller ungated that
+**     the watch has not shown yet. Nothing is kept across restarts or
+**     failovers but that short list: a new leader recomputes the same.
+**  2. The gated pods (tally's gate and no other) become workloads: a
+**     PodGroup's pods together, any other pod alone. They are decided in the
+**     contract's order (queue priority, then workload priority, both higher
+**     first, then creation, namespace, name), workloads with members already
+**     admitted first (a gang torn by a crash converges first).
+**  3. Each workload: its queue must be usable (else it stays gated:
+**     QueueDoesNotExist, NonLeafQueue, AccountedResourceNotFound); a queue
+**     that is not gated (the predicate of queues.h) admits it at once; a
+**     gang waits until its gated pods can make up minMember; then the
+**     workload's charge (the job-level charge simulate checks: requests,
+**     GPUs at the largest node GPU memory, AccountedResources without node
+**     labels) is checked against every limit, quota and AccountedResource
+**     limit with Reserved counted (tly_queues_check), exactly as simulate's
+**     workload-level check. Admitted workloads reserve their charge at once,
+**     so the workloads after them see it.
+**  4. Writes, in that order: an admitted pod's gate is removed by a JSON
+**     patch that tests the gates first (writes.c), then its QueueAdmitted
+**     condition turns True (Admitted) and an Admitted event is sent; a held
+**     pod gets QueueAdmitted False with the verdict's reason and message,
+**     and a QueueAdmissionHeld event when the reason changes. A refused
+**     patch (the pod changed) ends the cycle's writes.
+*/
+#include "gatectl.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tally/arena.h"
+#include "tally/decode.h"
+#include "tally/gating.h"
+#include "tally/live.h"
+#include "tally/nodefit.h"
+#include "tally/podcharge.h"
+#include "tally/queues.h"
+#include "writes.h"
+
+#define ASSUME_MS 30000
+
+typedef struct {
+    char *key, *uid, *queue;
+    int64_t at;              /* realtime seconds of the ungate */
+} assumed;
+
+/* The held condition last written to a pod, so it is written (and its event sent) once. */
+typedef struct {
+    char *key, *reason, *message;
+    bool seen;               /* still held in this cycle */
+} written;
+
+typedef struct {
+    char *name;
+    uint64_t n;
+} counter;
+
+typedef struct {
+    char *queue, *reason;
+    uint64_t n;
+} gauge;
+
+struct tly_gatectl {
+    tly_kube *k;
+    long timeout_ms;
+    char *identity;
+    tly_ctrl_log_fn log;
+    void *log_ctx;
+    assumed *as;
+    size_t nas, capas;
+    written *wr;
+    size_t nwr, capwr;
+    pthread_mutex_t mu;      /* the metrics below, read by /metrics */
+    counter *ungates;
+    size_t nungates;
+    gauge *gated;
+    size_t ngated;
+};
+
+tly_gatectl *tly_gatectl_create(tly_kube *k, long reservation_timeout_ms, const char *identity,
+                                tly_ctrl_log_fn log, void *log_ctx)
+{
+    tly_gatectl *g = tly_xcalloc(1, sizeof *g);
+    g->k = k;
+    g->timeout_ms = reservation_timeout_ms;
+    g->identity = tly_xstrdup(identity ? identity : "tally");
+    g->log = log;
+    g->log_ctx = log_ctx;
+    pthread_mutex_init(&g->mu, NULL);
+    return g;
+}
+
+static void free_gauges(gauge *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].queue);
+        free(v[i].reason);
+    }
+    free(v);
+}
+
+void tly_gatectl_destroy(tly_gatectl *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->nas; i++) {
+        free(g->as[i].key);
+        free(g->as[i].uid);
+        free(g->as[i].queue);
+    }
+    free(g->as);
+    for (size_t i = 0; i < g->nwr; i++) {
+        free(g->wr[i].key);
+        free(g->wr[i].reason);
+        free(g->wr[i].message);
+    }
+    free(g->wr);
+    for (size_t i = 0; i < g->nungates; i++)
+        free(g->ungates[i].name);
+    free(g->ungates);
+    free_gauges(g->gated, g->ngated);
+    pthread_mutex_destroy(&g->mu);
+    free(g->identity);
+    free(g);
+}
+
+static char *pod_key(const tly_pod *p) { return tly_xasprintf("%s/%s", p->meta.ns, p->meta.name); }
+
+/* ---- the decision ---------------------------------------------------------------- */
+
+typedef struct {
+    const tly_pod *pod;
+    char *group;             /* "ns/podgroup" or "ns/pod" */
+    const tly_podgroup *pg;
+} cand;
+
+typedef struct {
+    cand *c;                 /* its pods, adjacent in the candidate array */
+    uint32_t n;
+    bool partial;            /* some member is admitted already */
+    int32_t qprio, prio;
+    int64_t created;
+    const char *queue;
+} workload;
+
+typedef struct {
+    const tly_pod *pod;
+    const char *queue;
+    bool admit;
+    const char *reason, *message;
+} action;
+
+typedef struct {
+    tly_gatectl *g;
+    tly_store *s;
+    tly_queues *qs;
+    tly_arena *a;
+    uint64_t max_mem;
+    int64_t now;
+    action *acts;
+    size_t nacts, capacts;
+} cycle;
+
+
+static int64_t anchor_of(const tly_pod *p)
+{
+    const char *ts = tly_kvs_get(&p->meta.annotations, TLY_ADMITTED_ANNOTATION);
+    int64_t t;
+    if (ts && tly_parse_time(ts, &t))
+        return t;
+    return p->meta.created != TLY_NO_TIME ? p->meta.created : 0;
+}
+
+static assumed *find_assumed(tly_gatectl *g, const tly_pod *p)
+{
+    for (size_t i = 0; i < g->nas; i++) {
+        const assumed *x = &g->as[i];
+        if (!strncmp(x->key, p->meta.ns, strlen(p->meta.ns)) && x->key[strlen(p->meta.ns)] == '/' &&
+            !strcmp(x->key + strlen(p->meta.ns) + 1, p->meta.name) &&
+            (!x->uid || !p->meta.uid || !strcmp(x->uid, p->meta.uid)))
+            return &g->as[i];
+    }
+    return NULL;
+}
+
+/* The job-level charge of pod p into *c (storage in the cycle's arena). */
+static void job_charge(cycle *cy, const tly_pod *p, tly_pod_charge *c)
+{
+    tly_pod_charge_compute(cy->s, cy->qs, p, NULL, cy->max_mem, cy->a, c);
+}
+
+/* sum += one pod's charge, in the form tly_queues_check reads (dense AccountedResources). */
+static void add_charge(cycle *cy, tly_qcharge *sum, const tly_pod_charge *c)
+{
+    uint32_t nacc = tly_queues_naccres(cy->qs);
+    if (!sum->accounted)
+        sum->accounted = tly_arena_zalloc(cy->a, (nacc + 1) * sizeof *sum->accounted);
+    for (int r = 0; r < TLY_QR_COUNT; r++)
+        tly_qty_add(sum->res[r], c->res[r], &sum->res[r]);
+    tly_rlist out;
+    if (tly_rlist_add(&sum->all, &c->all, cy->a, &out) == 0)
+        sum->all = out;
+    for (uint32_t i = 0; i < c->nacc; i++)
+        tly_qty_add(sum->accounted[c->acc[i].ar], c->acc[i].q, &sum->accounted[c->acc[i].ar]);
+}
+
+/* Reserves pod p's charge on its queue (an admitted pod that is not bound yet). */
+static void reserve_pod(cycle *cy, const tly_pod *p)
+{
+    const tly_podgroup *pg;
+    int32_t q = tly_queues_find(cy->qs, tly_store_pod_queue(cy->s, p, &pg));
+    if (q < 0)
+        return;
+    tly_pod_charge c;
+    job_charge(cy, p, &c);
+    tly_qcharge sum;
+    memset(&sum, 0, sizeof sum);
+    add_charge(cy, &sum, &c);
+    tly_queues_reserve(cy->qs, (uint32_t)q, &sum, c.non_preemptible);
+}
+
+static void act(cycle *cy, const workload *w, bool admit, const char *reason, const char *message)
+{
+    for (uint32_t i = 0; i < w->n; i++) {
+        if (cy->nacts == cy->capacts) {
+            cy->capacts = cy->capacts ? cy->capacts * 2 : 64;
+            cy->acts = tly_xrealloc(cy->acts, cy->capacts * sizeof *cy->acts);
+        }
+        cy->acts[cy->nacts++] = (action){w->c[i].pod, w->queue, admit, reason, message};
+    }
+}
+
+/* Members of PodGroup pg (ns) that count as admitted: not terminal and without tally's gate. */
+static uint32_t admitted_members(cycle *cy, const tly_pod *first)
+{
+    const char *pgname = tly_kvs_get(&first->meta.annotations, "pod-group-name");
+    tly_pod **pods = NULL;
+    uint32_t n = tly_live_group_pods(cy->s, first->meta.ns, pgname, &pods), k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!tly_pod_terminal(pods[i]) &&
+            (!tly_pod_has_gate(pods[i], TLY_GATE) || find_assumed(cy->g, pods[i])))
+            k++;
+    free(pods);
+    return k;
+}
+
+static void decide(cycle *cy, workload *w)
+{
+    tly_qverdict v;
+    memset(&v, 0, sizeof v);
+    int32_t q = tly_queues_admissible(cy->qs, w->queue, &v);
+    if (q < 0) {
+        act(cy, w, false, v.reason, v.message);
+        return;
+    }
+    const tly_podgroup *pg = w->c[0].pg;
+    if (!tly_queues_gating(cy->qs, (uint32_t)q)) {
+        act(cy, w, true, NULL, NULL);  /* gated for a queue that is not: ungated unconditionally */
+        return;
+    }
+    if (pg) {
+        uint32_t min = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
+        uint32_t have = admitted_members(cy, w->c[0].pod);
+        if (have < min && have + w->n < min)
+            return;  /* the gang is not all there yet: it waits, gated, with nothing written */
+    }
+    tly_qcharge sum;
+    memset(&sum, 0, sizeof sum);
+    bool np = false;
+    for (uint32_t i = 0; i < w->n; i++) {
+        tly_pod_charge c;
+        job_charge(cy, w->c[i].pod, &c);
+        np = c.non_preemptible;
+        add_charge(cy, &sum, &c);
+    }
+    tly_queues_check(cy->qs, (uint32_t)q, &sum, np, true, &v);
+    if (v.ok) {
+        tly_queues_reserve(cy->qs, (uint32_t)q, &sum, np);
+        act(cy, w, true, NULL, NULL);
+    } else {
+        act(cy, w, false, v.reason, v.message);
+    }
+}
+
+static int cmp_cand(const void *pa, const void *pb)
+{
+    const cand *a = pa, *b = pb;
+    int c = strcmp(a->group, b->group);
+    if (!c)
+        c = strcmp(a->pod->meta.name, b->pod->meta.name);
+    return c;
+}
+
+static int cmp_workload(const void *pa, const void *pb)
+{
+    const workload *a = pa, *b = pb;
+    if (a->partial != b->partial)
+        return a->partial ? -1 : 1;
+    if (a->qprio != b->qprio)
+        return a->qprio > b->qprio ? -1 : 1;
+    if (a->prio != b->prio)
+        return a->prio > b->prio ? -1 : 1;
+    if (a->created != b->created)
+        return a->created < b->created ? -1 : 1;
+    int c = strcmp(a->c[0].pod->meta.ns, b->c[0].pod->meta.ns);
+    return c ? c : strcmp(a->c[0].pod->meta.name, b->c[0].pod->meta.name);
+}
+
+/* The largest node GPU memory, as the job-level check charges gpu-memory pods. */
+static uint64_t max_gpu_mem(tly_store *s)
+{
+    uint64_t best = 0;
+    for (uint32_t i = 0; i < tly_store_count(s, TLY_K_NODE); i++) {
+        uint64_t m = tly_node_gpu_memory_mib(tly_store_at(s, TLY_K_NODE, i));
+        if (m > best)
+            best = m;
+    }
+    return best;
+}
+
+/* Drops the assumptions the fork has caught up with (or that are too old to trust). */
+static void prune_assumed(tly_gatectl *g, tly_store *s, int64_t now)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < g->nas; i++) {
+        assumed *x = &g->as[i];
+        const char *slash = strchr(x->key, '/');
+        char ns[256];
+        snprintf(ns, sizeof ns, "%.*s", (int)(slash - x->key), x->key);
+        const tly_pod *p = tly_store_find(s, TLY_K_POD, ns, slash + 1);
+        bool shown = !p || !tly_pod_has_gate(p, TLY_GATE) || (x->uid && p->meta.uid && strcmp(x->uid, p->meta.uid));
+        if (shown || (now - x->at) * 1000 > ASSUME_MS) {
+            free(x->key);
+            free(x->uid);
+            free(x->queue);
+            continue;
+        }
+        g->as[k++] = *x;
+    }
+    g->nas = k;
+}
+
+/* Collects the candidates and reserves the admitted pending pods; returns the candidates. */
+static cand *collect(cycle *cy, uint32_t *ncand)
+{
+    tly_pod **pods = NULL;
+    uint32_t n = tly_live_pending(cy->s, &pods);
+    cand *c = tly_xmalloc((n + 1) * sizeof *c);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const tly_pod *p = pods[i];
+        if (!tly_store_is_tally_pod(cy->s, p))
+            continue;
+        bool ours = tly_pod_has_gate(p, TLY_GATE);
+        assumed *x = ours ? find_assumed(cy->g, p) : NULL;
+        if (ours && !x) {
+            if (tly_pod_has_foreign_gate(p))
+                continue;  /* another component's gate: never touched */
+            const tly_podgroup *pg;
+            tly_store_pod_queue(cy->s, p, &pg);
+            c[k].pod = p;
+            c[k].pg = pg;
+            c[k].group = pg ? tly_arena_printf(cy->a, "%s/%s", p->meta.ns, pg->meta.name)
+                            : tly_arena_printf(cy->a, "%s/%s\x1f", p->meta.ns, p->meta.name);
+            k++;
+            continue;
+        }
+        if (tly_pod_has_foreign_gate(p) && !x)
+            continue;  /* not admitted by queue policy: held by someone else */
+        int64_t anchor = x ? x->at : anchor_of(p);
+        if ((cy->now - anchor) * 1000 < cy->g->timeout_ms)
+            reserve_pod(cy, p);
+    }
+    free(pods);
+    qsort(c, k, sizeof *c, cmp_cand);
+    *ncand = k;
+    return c;
+}
+
+static workload *group(cycle *cy, cand *c, uint32_t n, uint32_t *nw)
+{
+    workload *w = tly_xmalloc((n + 1) * sizeof *w);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i + 1;
+        while (j < n && !strcmp(c[j].group, c[i].group))
+            j++;
+        workload *x = &w[k++];
+        memset(x, 0, sizeof *x);
+        x->c = &c[i];
+        x->n = j - i;
+        const tly_podgroup *pg = c[i].pg;
+        x->queue = tly_store_pod_queue(cy->s, c[i].pod, NULL);
+        const tly_queue *q = tly_store_find(cy->s, TLY_K_QUEUE, NULL, x->queue);
+        x->qprio = q ? q->priority : 0;
+        x->prio = tly_pod_priority(cy->s, c[i].pod, pg);
+        x->created = c[i].pod->meta.created;
+        for (uint32_t m = i; m < j; m++)
+            if (c[m].pod->meta.created < x->created)
+                x->created = c[m].pod->meta.created;
+        x->partial = pg && admitted_members(cy, c[i].pod) > 0;
+        i = j;
+    }
+    qsort(w, k, sizeof *w, cmp_workload);
+    *nw = k;
+    return w;
+}
+
+/* ---- writes ---------------------------------------------------------------------- */
+
+static written *written_for(tly_gatectl *g, const char *key)
+{
+    for (size_t i = 0; i < g->nwr; i++)
+        if (!strcmp(g->wr[i].key, key))
+            return &g->wr[i];
+    return NULL;
+}
+
+static void log_kv(tly_gatectl *g, int level, const char *event, const char *pod, const char *msg)
+{
+    const char *kv[] = {"pod", pod, "msg", msg};
+    if (g->log)
+        g->log(g->log_ctx, level, event, kv, 2);
+}
+
+static void count_ungate(tly_gatectl *g, const char *queue)
+{
+    pthread_mutex_lock(&g->mu);
+    size_t i = 0;
+    while (i < g->nungates && strcmp(g->ungates[i].name, queue))
+        i++;
+    if (i == g->nungates) {
+        g->ungates = tly_xrealloc(g->ungates, (g->nungates + 1) * sizeof *g->ungates);
+        g->ungates[g->nungates++] = (counter){tly_xstrdup(queue), 0};
+    }
+    g->ungates[i].n++;
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Admits one pod; false when the server refused the patch (the pod changed). */
+static bool write_admit(cycle *cy, const action *a)
+{
+    tly_gatectl *g = cy->g;
+    char now[32], err[1024];
+    tly_write_now(now);
+    char *key = pod_key(a->pod);
+    tly_write_rc rc = tly_write_ungate(g->k, a->pod, now, err, sizeof err);
+    if (rc != TLY_WRITE_OK) {
+        log_kv(g, rc == TLY_WRITE_FAILED ? 2 : 1, "ungate-refused", key, err);
+        free(key);
+        return rc == TLY_WRITE_GONE;
+    }
+    if (g->nas == g->capas) {
+        g->capas = g->capas ? g->capas * 2 : 32;
+        g->as = tly_xrealloc(g->as, g->capas * sizeof *g->as);
+    }
+    g->as[g->nas++] = (assumed){tly_xstrdup(key), a->pod->meta.uid ? tly_xstrdup(a->pod->meta.uid) : NULL,
+                                tly_xstrdup(a->queue), cy->now};
+    count_ungate(g, a->queue);
+    log_kv(g, 1, "ungated", key, a->queue);
+    tly_write_pod_condition(g->k, a->pod, "QueueAdmitted", "True", "Admitted",
+                            "admitted by queue policy; the scheduler may place it now", err, sizeof err);
+    tly_write_event(g->k, "Pod", "v1", a->pod->meta.ns, a->pod->meta.name, a->pod->meta.uid, "Normal",
+                    "Admitted", "admitted by queue policy: the queue-admission gate was removed",
+                    g->identity, err, sizeof err);
+    free(key);
+    return true;
+}
+
+/* A held pod: its condition (and an event when the reason changes), once. */
+static void write_held(cycle *cy, const action *a)
+{
+    tly_gatectl *g = cy->g;
+    char *key = pod_key(a->pod);
+    const tly_condition *c = tly_conditions_find(&a->pod->conditions, "QueueAdmitted");
+    written *w = written_for(g, key);
+    bool same_shown = c && c->status && !strcmp(c->status, "False") && c->reason && !strcmp(c->reason, a->reason) &&
+                      c->message && a->message && !strcmp(c->message, a->message);
+    bool same_written = w && !strcmp(w->reason, a->reason) && !strcmp(w->message, a->message ? a->message : "");
+    if (w)
+        w->seen = true;
+    if (same_shown || same_written) {
+        free(key);
+        return;
+    }
+    const char *before = w ? w->reason : c ? c->reason : NULL;
+    char err[1024];
+    tly_write_pod_condition(g->k, a->pod, "QueueAdmitted", "False", a->reason, a->message, err, sizeof err);
+    if (!before || strcmp(before, a->reason))
+        tly_write_event(g->k, "Pod", "v1", a->pod->meta.ns, a->pod->meta.name, a->pod->meta.uid, "Warning",
+                        "QueueAdmissionHeld", a->message, g->identity, err, sizeof err);
+    if (!w) {
+        if (g->nwr == g->capwr) {
+            g->capwr = g->capwr ? g->capwr * 2 : 32;
+            g->wr = tly_xrealloc(g->wr, g->capwr * sizeof *g->wr);
+        }
+        w = &g->wr[g->nwr++];
+        w->key = key;
+        key = NULL;
+        w->reason = w->message = NULL;
+    }
+    free(w->reason);
+    free(w->message);
+    w->reason = tly_xstrdup(a->reason);
+    w->message = tly_xstrdup(a->message ? a->message : "");
+    w->seen = true;
+    free(key);
+}
+
+/* Forgets the written conditions of pods that are no longer held. */
+static void prune_written(tly_gatectl *g)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < g->nwr; i++) {
+        if (g->wr[i].seen) {
+            g->wr[i].seen = false;
+            g->wr[k++] = g->wr[i];
+        } else {
+            free(g->wr[i].key);
+            free(g->wr[i].reason);
+            free(g->wr[i].message);
+        }
+    }
+    g->nwr = k;
+}
+
+/* tally_gated_pods: the held pods of this cycle by queue and reason. */
+static void set_gauges(tly_gatectl *g, const action *acts, size_t n)
+{
+    gauge *v = NULL;
+    size_t nv = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (acts[i].admit)
+            continue;
+        size_t j = 0;
+        while (j < nv && (strcmp(v[j].queue, acts[i].queue) || strcmp(v[j].reason, acts[i].reason)))
+            j++;
+        if (j == nv) {
+            v = tly_xrealloc(v, (nv + 1) * sizeof *v);
+            v[nv++] = (gauge){tly_xstrdup(acts[i].queue), tly_xstrdup(acts[i].reason), 0};
+        }
+        v[j].n++;
+    }
+    pthread_mutex_lock(&g->mu);
+    gauge *old = g->gated;
+    size_t nold = g->ngated;
+    g->gated = v;
+    g->ngated = nv;
+    pthread_mutex_unlock(&g->mu);
+    free_gauges(old, nold);
+}
+
+bool tly_gatectl_cycle(tly_gatectl *g, tly_store *fork, bool (*may_write)(void *ctx), void *ctx)
+{
+    cycle cy = {.g = g, .s = fork, .now = (int64_t)time(NULL)};
+    cy.qs = tly_live_queues(fork);
+    if (!cy.qs)
+        return false;
+    cy.a = tly_arena_create(64 * 1024);
+    cy.max_mem = max_gpu_mem(fork);
+    prune_assumed(g, fork, cy.now);
+    uint32_t ncand, nw;
+    cand *c = collect(&cy, &ncand);
+    workload *w = group(&cy, c, ncand, &nw);
+    for (uint32_t i = 0; i < nw; i++)
+        decide(&cy, &w[i]);
+    bool changed = false;
+    for (size_t i = 0; i < cy.nacts && !changed; i++) {
+        if (!may_write(ctx))
+            break;
+        if (cy.acts[i].admit)
+            changed = !write_admit(&cy, &cy.acts[i]);
+        else
+            write_held(&cy, &cy.acts[i]);
+    }
+    prune_written(g);
+    set_gauges(g, cy.acts, cy.nacts);
+    free(cy.acts);
+    free(w);
+    free(c);
+    tly_queues_destroy(cy.qs);
+    tly_arena_destroy(cy.a);
+    return changed;
+}
+
+void tly_gatectl_metrics(tly_gatectl *g, FILE *out)
+{
+    pthread_mutex_lock(&g->mu);
+    fputs("# HELP tally_gated_pods Pods held at the queue-admission gate, by queue and reason.\n"
+          "# TYPE tally_gated_pods gauge\n", out);
+    for (size_t i = 0; i < g->ngated; i++)
+        fprintf(out, "tally_gated_pods{queue=\"%s\",reason=\"%s\"} %llu\n", g->gated[i].queue,
+                g->gated[i].reason, (unsigned long long)g->gated[i].n);
+    fputs("# HELP tally_ungates_total Pods whose queue-admission gate tally removed, by queue.\n"
+          "# TYPE tally_ungates_total counter\n", out);
+    for (size_t i = 0; i < g->nungates; i++)
+        fprintf(out, "tally_ungates_total{queue=\"%s\"} %llu\n", g->ungates[i].name,
+                (unsigned long long)g->ungates[i].n);
+    pthread_mutex_unlock(&g->mu);
+}

@@ -1,0 +1,284 @@
+/*
+** writes.c: the controllers' API writes (writes.h).
+**
+** Bodies are written with the JSON writer (json.h), so every string is
+** escaped; paths use the object's own namespace and name. The JSON patch of
+** an ungate addresses the gate by its index and guards it with a `test` of
+** the whole list, which is what makes the removal safe against a gate added
+** or removed by anyone else in between: the server refuses the whole patch
+** (422) and the controller decides again on fresher state.
+*/
+#include "writes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tally/arena.h"
+#include "tally/error.h"
+#include "tally/gating.h"
+#include "tally/json.h"
+
+void tly_write_now(char buf[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static tly_write_rc classify(tly_kube *k, const tly_kube_resp *r, const char *verb, const char *what,
+                             char *err, size_t errlen)
+{
+    if (r->status >= 200 && r->status < 300)
+        return TLY_WRITE_OK;
+    if (r->status == 409 || r->status == 422) {
+        tly_kube_explain_status(k, r, verb, what, err, errlen);
+        return TLY_WRITE_CONFLICT;
+    }
+    if (r->status == 404) {
+        tly_kube_explain_status(k, r, verb, what, err, errlen);
+        return TLY_WRITE_GONE;
+    }
+    tly_kube_explain_status(k, r, verb, what, err, errlen);
+    return TLY_WRITE_FAILED;
+}
+
+static tly_write_rc send(tly_kube *k, const char *method, const char *path, const char *ctype,
+                         const char *body, const char *verb, const char *what, char *err,
+                         size_t errlen)
+{
+    tly_kube_resp r;
+    int rc = tly_kube_request(k, method, path, ctype, body, strlen(body), &r, err, errlen);
+    tly_write_rc out = rc == TLY_OK ? classify(k, &r, verb, what, err, errlen) : TLY_WRITE_FAILED;
+    tly_kube_resp_free(&r);
+    return out;
+}
+
+tly_write_rc tly_write_patch(tly_kube *k, const char *path, const char *ctype, const char *body,
+                             char *err, size_t errlen)
+{
+    return send(k, "PATCH", path, ctype, body, "patch", path, err, errlen);
+}
+
+/* A JSON text written by fn into a fresh string. */
+typedef struct {
+    char *buf;
+    size_t len;
+    FILE *f;
+    tly_json j;
+} jbuf;
+
+static void jb_open(jbuf *b)
+{
+    b->buf = NULL;
+    b->len = 0;
+    b->f = open_memstream(&b->buf, &b->len);
+    if (!b->f)
+        tly_oom();
+    tly_json_init(&b->j, b->f, false);
+}
+
+static char *jb_close(jbuf *b)
+{
+    fclose(b->f);
+    return b->buf;
+}
+
+/* JSON Pointer escaping of a map key ("~" -> "~0", "/" -> "~1"). */
+static void pointer_key(FILE *f, const char *key)
+{
+    for (const char *c = key; *c; c++) {
+        if (*c == '~')
+            fputs("~0", f);
+        else if (*c == '/')
+            fputs("~1", f);
+        else
+            fputc(*c, f);
+    }
+}
+
+tly_write_rc tly_write_ungate(tly_kube *k, const tly_pod *p, const char *admitted_at, char *err,
+                              size_t errlen)
+{
+    int32_t at = -1;
+    for (uint32_t i = 0; i < p->ngates; i++)
+        if (p->gates[i] && !strcmp(p->gates[i], TLY_GATE))
+            at = (int32_t)i;
+    if (at < 0) {
+        snprintf(err, errlen, "pod %s/%s does not carry %s", p->meta.ns, p->meta.name, TLY_GATE);
+        return TLY_WRITE_CONFLICT;
+    }
+    jbuf b;
+    jb_open(&b);
+    tly_json_begin_array(&b.j);
+    /* The gates as they are now, or nothing happens. */
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "op");
+    tly_json_string(&b.j, "test");
+    tly_json_key(&b.j, "path");
+    tly_json_string(&b.j, "/spec/schedulingGates");
+    tly_json_key(&b.j, "value");
+    tly_json_begin_array(&b.j);
+    for (uint32_t i = 0; i < p->ngates; i++) {
+        tly_json_begin_object(&b.j);
+        tly_json_key(&b.j, "name");
+        tly_json_string(&b.j, p->gates[i]);
+        tly_json_end_object(&b.j);
+    }
+    tly_json_end_array(&b.j);
+    tly_json_end_object(&b.j);
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "op");
+    tly_json_string(&b.j, "remove");
+    tly_json_key(&b.j, "path");
+    char gp[64];
+    snprintf(gp, sizeof gp, "/spec/schedulingGates/%d", at);
+    tly_json_string(&b.j, gp);
+    tly_json_end_object(&b.j);
+    /* The anchor of the Reserved bucket's expiry. */
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "op");
+    tly_json_string(&b.j, "add");
+    if (p->meta.annotations.n) {
+        char *ap = NULL;
+        size_t alen = 0;
+        FILE *f = open_memstream(&ap, &alen);
+        if (!f)
+            tly_oom();
+        fputs("/metadata/annotations/", f);
+        pointer_key(f, TLY_ADMITTED_ANNOTATION);
+        fclose(f);
+        tly_json_key(&b.j, "path");
+        tly_json_string(&b.j, ap);
+        free(ap);
+        tly_json_key(&b.j, "value");
+        tly_json_string(&b.j, admitted_at);
+    } else {
+        tly_json_key(&b.j, "path");
+        tly_json_string(&b.j, "/metadata/annotations");
+        tly_json_key(&b.j, "value");
+        tly_json_begin_object(&b.j);
+        tly_json_key(&b.j, TLY_ADMITTED_ANNOTATION);
+        tly_json_string(&b.j, admitted_at);
+        tly_json_end_object(&b.j);
+    }
+    tly_json_end_object(&b.j);
+    tly_json_end_array(&b.j);
+    char *body = jb_close(&b);
+    char *path = tly_xasprintf("/api/v1/namespaces/%s/pods/%s", p->meta.ns, p->meta.name);
+    tly_write_rc rc = send(k, "PATCH", path, "application/json-patch+json", body, "patch", "pods", err,
+                           errlen);
+    free(path);
+    free(body);
+    return rc;
+}
+
+tly_write_rc tly_write_pod_condition(tly_kube *k, const tly_pod *p, const char *type,
+                                     const char *status, const char *reason, const char *message,
+                                     char *err, size_t errlen)
+{
+    char now[32];
+    tly_write_now(now);
+    jbuf b;
+    jb_open(&b);
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "status");
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "conditions");
+    tly_json_begin_array(&b.j);
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "type");
+    tly_json_string(&b.j, type);
+    tly_json_key(&b.j, "status");
+    tly_json_string(&b.j, status);
+    tly_json_key(&b.j, "reason");
+    tly_json_string(&b.j, reason);
+    tly_json_key(&b.j, "message");
+    tly_json_string(&b.j, message ? message : "");
+    tly_json_key(&b.j, "lastTransitionTime");
+    tly_json_string(&b.j, now);
+    tly_json_end_object(&b.j);
+    tly_json_end_array(&b.j);
+    tly_json_end_object(&b.j);
+    tly_json_end_object(&b.j);
+    char *body = jb_close(&b);
+    char *path = tly_xasprintf("/api/v1/namespaces/%s/pods/%s/status", p->meta.ns, p->meta.name);
+    tly_write_rc rc = send(k, "PATCH", path, "application/strategic-merge-patch+json", body, "patch",
+                           "pods/status", err, errlen);
+    free(path);
+    free(body);
+    return rc;
+}
+
+tly_write_rc tly_write_event(tly_kube *k, const char *kind, const char *api_version, const char *ns,
+                             const char *name, const char *uid, const char *type, const char *reason,
+                             const char *message, const char *instance, char *err, size_t errlen)
+{
+    char now[32];
+    tly_write_now(now);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    /* kubectl's event names: the object's name and a unique hexadecimal suffix. */
+    char *ename = tly_xasprintf("%s.%llx", name,
+                                (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+    jbuf b;
+    jb_open(&b);
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "apiVersion");
+    tly_json_string(&b.j, "v1");
+    tly_json_key(&b.j, "kind");
+    tly_json_string(&b.j, "Event");
+    tly_json_key(&b.j, "metadata");
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "name");
+    tly_json_string(&b.j, ename);
+    tly_json_key(&b.j, "namespace");
+    tly_json_string(&b.j, ns);
+    tly_json_end_object(&b.j);
+    tly_json_key(&b.j, "involvedObject");
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "apiVersion");
+    tly_json_string(&b.j, api_version);
+    tly_json_key(&b.j, "kind");
+    tly_json_string(&b.j, kind);
+    tly_json_key(&b.j, "namespace");
+    tly_json_string(&b.j, ns);
+    tly_json_key(&b.j, "name");
+    tly_json_string(&b.j, name);
+    if (uid) {
+        tly_json_key(&b.j, "uid");
+        tly_json_string(&b.j, uid);
+    }
+    tly_json_end_object(&b.j);
+    tly_json_key(&b.j, "type");
+    tly_json_string(&b.j, type);
+    tly_json_key(&b.j, "reason");
+    tly_json_string(&b.j, reason);
+    tly_json_key(&b.j, "message");
+    tly_json_string(&b.j, message ? message : "");
+    tly_json_key(&b.j, "source");
+    tly_json_begin_object(&b.j);
+    tly_json_key(&b.j, "component");
+    tly_json_string(&b.j, "tally");
+    tly_json_end_object(&b.j);
+    tly_json_key(&b.j, "reportingComponent");
+    tly_json_string(&b.j, "tally");
+    tly_json_key(&b.j, "reportingInstance");
+    tly_json_string(&b.j, instance ? instance : "tally");
+    tly_json_key(&b.j, "firstTimestamp");
+    tly_json_string(&b.j, now);
+    tly_json_key(&b.j, "lastTimestamp");
+    tly_json_string(&b.j, now);
+    tly_json_key(&b.j, "count");
+    tly_json_int(&b.j, 1);
+    tly_json_end_object(&b.j);
+    char *body = jb_close(&b);
+    char *path = tly_xasprintf("/api/v1/namespaces/%s/events", ns);
+    tly_write_rc rc = send(k, "POST", path, "application/json", body, "create", "events", err, errlen);
+    free(path);
+    free(body);
+    free(ename);
+    return rc;
+}

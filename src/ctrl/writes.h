@@ -1,0 +1,48 @@
+/*
+** writes.h: the API writes the controllers make (src/ctrl/), each one call
+** that says plainly whether the server took it.
+*/
+#ifndef TALLY_CTRL_WRITES_H
+#define TALLY_CTRL_WRITES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tally/kube.h"
+#include "tally/objects.h"
+
+/* What a write came to. */
+typedef enum {
+    TLY_WRITE_OK = 0,
+    TLY_WRITE_CONFLICT,   /* 409, or 422 from a failed JSON patch test: the object changed */
+    TLY_WRITE_GONE,       /* 404 */
+    TLY_WRITE_FAILED      /* anything else (err says what) */
+} tly_write_rc;
+
+/* PATCH of an object path (with "/status" for the subresource) in the given content type. */
+tly_write_rc tly_write_patch(tly_kube *k, const char *path, const char *ctype, const char *body,
+                             char *err, size_t errlen);
+
+/*
+** Removes tally's gate from pod p and stamps the admitted annotation, with a
+** JSON patch whose first operation tests that the gates are still exactly
+** what p shows: another component's gate is never removed, and a stale pod
+** is never acted on (the test fails: TLY_WRITE_CONFLICT).
+*/
+tly_write_rc tly_write_ungate(tly_kube *k, const tly_pod *p, const char *admitted_at, char *err,
+                              size_t errlen);
+
+/* Sets condition `type` on the pod's status (strategic merge: the other conditions stay). */
+tly_write_rc tly_write_pod_condition(tly_kube *k, const tly_pod *p, const char *type,
+                                     const char *status, const char *reason, const char *message,
+                                     char *err, size_t errlen);
+
+/* A core v1 Event about object (kind, ns, name, uid) from component tally. */
+tly_write_rc tly_write_event(tly_kube *k, const char *kind, const char *api_version, const char *ns,
+                             const char *name, const char *uid, const char *type, const char *reason,
+                             const char *message, const char *instance, char *err, size_t errlen);
+
+/* RFC 3339 of now, UTC, seconds ("2026-12-01T20:10:25Z"). */
+void tly_write_now(char buf[32]);
+
+#endif
