@@ -185,6 +185,7 @@ class Tokens:
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    block_on_close = False
     allow_reuse_address = True
     request_queue_size = 128
 
@@ -244,12 +245,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         BaseHTTPRequestHandler.setup(self)
-        self.connection.settimeout(None)
+        self.connection.settimeout(10)
         try:
             self.connection.do_handshake()
         except (ssl.SSLError, OSError):
             self.close_connection = True
             raise ConnectionError("handshake failed")
+        self.connection.settimeout(None)
 
     def do_GET(self):
         self.dispatch()
@@ -761,8 +763,7 @@ def main(argv=None):
     stop = threading.Event()
 
     def on_term(signum, frame):
-        stop.set()
-        threading.Thread(target=server.shutdown, daemon=True).start()
+        threading.Thread(target=lambda: (server.shutdown(), stop.set()), daemon=True).start()
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
@@ -770,8 +771,8 @@ def main(argv=None):
     write_atomic(os.path.join(d, "ready.json"), json.dumps({
         "url": url, "port": port, "pid": os.getpid(), "ca": os.path.join(d, "ca.crt"),
         "token": admin, "kubeconfig": os.path.join(d, "kubeconfig")}) + "\n")
-    while t.is_alive():
-        t.join(0.5)
+    stop.wait()
+    t.join(5)
     server.server_close()
     with state.streams_lock:
         for w in list(state.streams):
@@ -780,7 +781,8 @@ def main(argv=None):
         os.remove(os.path.join(d, "ready.json"))
     except OSError:
         pass
-    return 0
+    sys.stdout.flush()
+    os._exit(0)  # daemon threads may still hold sockets: do not wait for them
 
 
 if __name__ == "__main__":
