@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# The gating controller and /mutate/pods end to end (contract sections 3 and 9, docs/controllers.md),
+# run by ctest from the repository root:
+#   bash tests/cli/gating.sh path/to/tally
+# Against the test API server (tests/kube/apiserver.py), which calls tally's /mutate/pods through a
+# MutatingWebhookConfiguration as a real API server would, with kubectl playing the users:
+#   - a pod created by kubectl gets the gate from the webhook; other gates stay;
+#   - gated pods within the queue's limit are ungated (a JSON patch with a test op, the admitted
+#     timestamp, QueueAdmitted True, an Admitted event); the one over it is held with KAI's message,
+#     QueueAdmitted False and exactly one QueueAdmissionHeld event however many cycles run;
+#   - a limit raised with kubectl patch admits the next workload; a freed limit (a pod deleted) too;
+#   - a gang is admitted all together or not at all; a foreign gate is never touched; a queue that
+#     opts out is ungated at once; a pod of a missing queue stays gated (QueueDoesNotExist);
+#   - the Reserved bucket expires after --reservation-timeout;
+#   - two replicas: only the lease holder writes; the leader is killed, the other takes over within
+#     lease duration + 2 x retry period, and no gate is removed twice (one Admitted event per pod).
+# Every wait is bounded; every process is killed on exit.
+set -u
+TALLY=$(realpath "${1:?usage: gating.sh path/to/tally}")
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -n "${KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
+}
+trap cleanup EXIT
+for tool in curl openssl jq python3 kubectl; do
+  command -v "$tool" >/dev/null || { echo "gating.sh: $tool is missing (scripts/deps.sh test)"; exit 1; }
+done
+
+python3 tests/kube/apiserver.py --dir "$tmp/api" >"$tmp/api.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$tmp/api/ready.json" ] && break; sleep 0.1; done
+[ -s "$tmp/api/ready.json" ] || { echo "gating.sh: the test API server did not start"; cat "$tmp/api.log"; exit 1; }
+KC="$tmp/api/kubeconfig"
+k() { kubectl --kubeconfig "$KC" "$@"; }
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=tally-gating" \
+  -addext "subjectAltName=IP:127.0.0.1" -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
+
+# serve NAME ARGS...: a replica with the gating controller and short lease timings; sets PORT_<NAME>.
+serve() {
+  local name=$1
+  shift
+  "$TALLY" serve --listen 127.0.0.1:0 --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key" --kubeconfig "$KC" \
+    --controllers gating --lease-duration 2s --renew-deadline 1500ms --retry-period 200ms \
+    --watch-stale-after 5s "$@" >"$tmp/$name.log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  eval "PID_$name=$pid"
+  for _ in $(seq 100); do grep -q 'event=listening' "$tmp/$name.log" 2>/dev/null && break; sleep 0.05; done
+  local port
+  port=$(sed -n 's/.*event=listening.* port=\([0-9]*\).*/\1/p' "$tmp/$name.log" | head -1)
+  eval "PORT_$name=$port"
+  # Until it has listed every kind it answers 503 and the API server applies failurePolicy.
+  for _ in $(seq 100); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tmp/tls.crt" "https://127.0.0.1:$port/readyz")" = 200 ] && break
+    sleep 0.05
+  done
+}
+# gates POD: the pod's scheduling gates, comma-separated.
+gates() { k get pod "$1" -o json | jq -r '[.spec.schedulingGates // [] | .[].name] | join(",")'; }
+cond() { k get pod "$1" -o json | jq -r '.status.conditions // [] | map(select(.type == "QueueAdmitted")) | .[0] | "\(.status) \(.reason)"'; }
+events() { k get events -o json | jq -r --arg p "$1" --arg r "$2" '[.items[] | select(.involvedObject.name == $p and .reason == $r)] | length'; }
+# until_gates POD WANT: waits up to 5 s for the pod's gates to be WANT.
+until_gates() { for _ in $(seq 50); do [ "$(gates "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+queue() {
+  cat <<EOF
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata:
+  name: $1
+  labels: {kai.scheduler/queue-admission-gating: "${3:-true}"}
+spec:
+  resources:
+    cpu: {quota: -1, limit: $2, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
+    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+EOF
+}
+# pod NAME QUEUE CPU [GATES-YAML] [ANNOTATIONS-YAML]
+pod() {
+  cat <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: default
+  labels: {kai.scheduler/queue: $2}
+  annotations: {${5:-}}
+spec:
+  schedulerName: kai-scheduler
+  schedulingGates: [${4:-}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: "$3"}}}]
+EOF
+}
+
+{ queue q1 4000; echo ---; queue free 1000 false; } | k apply -f - >/dev/null
+serve a
+[ -n "$PORT_a" ] && ok || { bad "serve did not start"; cat "$tmp/a.log"; exit 1; }
+CA=$(base64 -w0 "$tmp/tls.crt")
+cat <<EOF | k apply -f - >/dev/null && ok || bad "the MutatingWebhookConfiguration was refused"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: tally-gate
+webhooks:
+- name: gate.tally.dev
+  clientConfig:
+    url: https://127.0.0.1:$PORT_a/mutate/pods
+    caBundle: $CA
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  failurePolicy: Ignore
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 5
+EOF
+
+# The webhook gates what kubectl creates; the controller then decides.
+{ pod p1 q1 2; pod p2 q1 2; pod p3 q1 2; } | k apply -f - >/dev/null
+until_gates p1 "" && until_gates p2 "" && ok || bad "p1 and p2 fit the limit and should be ungated: $(gates p1) / $(gates p2)"
+[ "$(gates p3)" = kai.scheduler/queue-admission ] && ok || bad "p3 is over the limit and must stay gated: '$(gates p3)'"
+for _ in $(seq 30); do [ "$(cond p3)" = "False OverLimit" ] && break; sleep 0.1; done
+[ "$(cond p3)" = "False OverLimit" ] && ok || bad "p3 should carry QueueAdmitted False OverLimit: $(cond p3)"
+[ "$(cond p1)" = "True Admitted" ] && ok || bad "p1 should carry QueueAdmitted True Admitted: $(cond p1)"
+k get pod p1 -o json | jq -e '.metadata.annotations["kai.scheduler/queue-admitted-timestamp"] | test("Z$")' >/dev/null \
+  && ok || bad "p1 lacks the admitted timestamp"
+msg=$(k get pod p3 -o json | jq -r '.status.conditions[] | select(.type == "QueueAdmitted") | .message')
+[ "$msg" = "q1 quota has reached the allowable limit of CPU cores. Limit is 4 cores, currently 4 cores allocated and workload requested 2 cores" ] \
+  && ok || bad "p3's message: $msg"
+sleep 1.5  # several more cycles: still one event
+[ "$(events p3 QueueAdmissionHeld)" = 1 ] && ok || bad "one QueueAdmissionHeld event, not $(events p3 QueueAdmissionHeld)"
+[ "$(events p1 Admitted)" = 1 ] && ok || bad "one Admitted event for p1"
+
+# A limit raised with kubectl patch admits the next workload.
+k patch queues.scheduling.run.ai q1 --type merge -p '{"spec":{"resources":{"cpu":{"limit":6000}}}}' >/dev/null
+until_gates p3 "" && ok || bad "a raised limit should admit p3"
+[ "$(cond p3)" = "True Admitted" ] && ok || bad "p3 should be True Admitted now: $(cond p3)"
+
+# A freed limit admits the next: delete p1, then p4 (2 cores) fits.
+pod p4 q1 2 | k apply -f - >/dev/null
+sleep 0.5
+[ "$(gates p4)" = kai.scheduler/queue-admission ] && ok || bad "p4 should wait for room"
+k delete pod p1 --wait=false >/dev/null
+until_gates p4 "" && ok || bad "deleting p1 should admit p4"
+
+# A foreign gate: the pod is never touched (no condition either), its gates stay as they are.
+pod f1 q1 1 '{name: example.com/other}' | k apply -f - >/dev/null
+sleep 1
+[ "$(gates f1)" = "example.com/other,kai.scheduler/queue-admission" ] && ok || bad "f1's gates: '$(gates f1)'"
+[ "$(cond f1)" = "null null" ] && ok || bad "a pod with a foreign gate gets no condition: $(cond f1)"
+
+# A queue that opts out: its pods are ungated at once, whatever they ask.
+pod o1 free 5 | k apply -f - >/dev/null
+until_gates o1 "" && ok || bad "a pod of a queue that is not gated should be ungated: '$(gates o1)'"
+# A queue that does not exist: gated, with the reason.
+pod m1 nowhere 1 | k apply -f - >/dev/null
+for _ in $(seq 30); do [ "$(cond m1)" = "False QueueDoesNotExist" ] && break; sleep 0.1; done
+[ "$(cond m1)" = "False QueueDoesNotExist" ] && ok || bad "m1: $(cond m1)"
+
+# A gang (minMember 2) in a queue with room for one pod: neither is admitted; with room, both.
+queue g1 1000 | k apply -f - >/dev/null
+cat <<EOF | k apply -f - >/dev/null
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: gang, namespace: default}
+spec: {queue: g1, minMember: 2}
+EOF
+{ pod w1 g1 1 '' 'pod-group-name: gang'; pod w2 g1 1 '' 'pod-group-name: gang'; } | k apply -f - >/dev/null
+sleep 1
+[ "$(gates w1),$(gates w2)" = "kai.scheduler/queue-admission,kai.scheduler/queue-admission" ] && ok \
+  || bad "a gang over the limit is admitted all or nothing: $(gates w1) / $(gates w2)"
+k patch queues.scheduling.run.ai g1 --type merge -p '{"spec":{"resources":{"cpu":{"limit":2000}}}}' >/dev/null
+until_gates w1 "" && until_gates w2 "" && ok || bad "the gang should be admitted together once it fits"
+
+# Two replicas: b follows; a is killed; b takes over and goes on, and nothing is ungated twice.
+serve b
+sleep 1
+grep -q 'event=leader-elected' "$tmp/b.log" && bad "b must not lead while a holds the lease" || ok
+kill -9 "$PID_a"
+t0=$(date +%s.%N)
+for _ in $(seq 100); do grep -q 'event=leader-elected' "$tmp/b.log" && break; sleep 0.05; done
+t1=$(date +%s.%N)
+grep -q 'event=leader-elected' "$tmp/b.log" && ok || bad "b did not take over"
+awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a <= 2.0 + 2 * 0.2 + 0.5) }' && ok \
+  || bad "b took over after $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b - a}') s, over lease duration + 2 x retry period"
+# The webhook was a's (failurePolicy Ignore): p5 comes with the gate, as a real webhook would add it.
+pod p5 q1 2 '{name: kai.scheduler/queue-admission}' | k apply -f - >/dev/null
+k delete pod p2 --wait=false >/dev/null
+until_gates p5 "" && ok || bad "the new leader did not admit p5"
+for p in p2 p3 p4 o1 w1 w2; do
+  [ "$(events $p Admitted)" -le 1 ] || bad "$p was admitted twice"
+done
+ok
+
+# The Reserved bucket expires: an admitted pod that never binds holds its queue only so long.
+kill "$PID_b"
+serve c --reservation-timeout 4s
+queue r1 1000 | k apply -f - >/dev/null
+pod r-first r1 1 '{name: kai.scheduler/queue-admission}' | k apply -f - >/dev/null
+until_gates r-first "" && ok || bad "r-first should be admitted"
+[ "$(events r-first Admitted)" = 1 ] && ok || bad "r-first was admitted by the controller"
+pod r-second r1 1 '{name: kai.scheduler/queue-admission}' | k apply -f - >/dev/null
+sleep 1
+[ "$(gates r-second)" = kai.scheduler/queue-admission ] && ok || bad "r-first's reservation should hold r-second back"
+for _ in $(seq 60); do [ "$(gates r-second)" = "" ] && break; sleep 0.1; done
+[ "$(gates r-second)" = "" ] && ok || bad "after the reservation timeout r-second should be admitted"
+
+echo "gating.sh: $pass passed, $fail failed"
+[ $fail -eq 0 ]
