@@ -23,7 +23,8 @@
 ** What is accepted is RFC 8259 JSON (valid UTF-8, checked by the caller;
 ** an optional byte order mark first, not counted as a column); an escaped
 ** lone surrogate is refused, as libfyaml refuses it. tests/test_jsonparse.c
-** and fuzz/fuzz_json.c compare the trees with libfyaml's.
+** and fuzz/fuzz_json.c compare the trees with libfyaml's, and
+** tests/test_load_json.c and fuzz/fuzz_load_json.c the loaded stores.
 **
 ** Speed: the bytes of a string are scanned 16 at a time with SSE2 (eight
 ** at a time portably) for a quote, a backslash or a control character;
