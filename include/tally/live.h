@@ -99,6 +99,8 @@ tly_queues *tly_live_queues(tly_store *fork);
 ** reads every cycle.
 */
 uint32_t tly_live_pending(tly_store *fork, tly_pod ***out);
+/* The fork's Runs whose status.assignedPod is `pod` in ns (any phase), in name order. */
+uint32_t tly_live_runs_on_pod(tly_store *fork, const char *ns, const char *pod, tly_run ***out);
 /* The fork's pods whose pod-group-name annotation is `podgroup` in ns (the same ownership). */
 uint32_t tly_live_group_pods(tly_store *fork, const char *ns, const char *podgroup, tly_pod ***out);
 

@@ -17,12 +17,14 @@
 #include <string.h>
 
 #include "gatectl.h"
+#include "runctl.h"
 #include "tally/arena.h"
 #include "tally/error.h"
 #include "tally/gating.h"
 #include "tally/metrics.h"
 
 #define TICK_MS 500
+#define AGAIN_MS 100
 
 struct tly_ctrl {
     tly_ctrl_options o;
@@ -30,6 +32,8 @@ struct tly_ctrl {
     bool started;
     volatile int stop;
     tly_gatectl *gating;
+    tly_runctl *runs;
+    tly_claims *claims;
     atomic_uint_fast64_t cycles;
     uint64_t term;           /* the lease term of the running cycle */
 };
@@ -72,8 +76,8 @@ static void *run(void *arg)
     uint64_t seen = tly_live_version(c->o.live);
     bool again = false;
     while (!c->stop) {
-        if (!again)
-            seen = tly_live_wait(c->o.live, seen, TICK_MS);
+        /* After a refused write the object changed: its watch event is what to wait for. */
+        seen = tly_live_wait(c->o.live, seen, again ? AGAIN_MS : TICK_MS);
         again = false;
         if (c->stop || !leading(c) || (c->o.ready && !c->o.ready(c->o.ready_ctx)))
             continue;
@@ -81,6 +85,8 @@ static void *run(void *arg)
         tly_store *fork = tly_live_fork(c->o.live);
         if (c->gating)
             again |= tly_gatectl_cycle(c->gating, fork, may_write, c);
+        if (c->runs)
+            again |= tly_runctl_cycle(c->runs, fork, may_write, c);
         tly_store_destroy(fork);
         atomic_fetch_add(&c->cycles, 1);
     }
@@ -96,6 +102,10 @@ tly_ctrl *tly_ctrl_start(const tly_ctrl_options *o)
     if (c->o.controllers & TLY_CTRL_GATING)
         c->gating = tly_gatectl_create(o->kube, c->o.reservation_timeout_ms,
                                        o->lease ? tly_lease_identity(o->lease) : NULL, o->log, o->log_ctx);
+    if (c->o.controllers & TLY_CTRL_RUNS) {
+        c->runs = tly_runctl_create(o->kube, o->log, o->log_ctx);
+        c->claims = tly_claims_create();
+    }
     c->started = pthread_create(&c->th, NULL, run, c) == 0;
     return c;
 }
@@ -108,6 +118,8 @@ void tly_ctrl_stop(tly_ctrl *c)
     if (c->started)
         pthread_join(c->th, NULL);
     tly_gatectl_destroy(c->gating);
+    tly_runctl_destroy(c->runs);
+    tly_claims_destroy(c->claims);
     free(c);
 }
 
@@ -116,6 +128,9 @@ int tly_ctrl_decide(tly_ctrl *c, int endpoint, const tly_store *state, const cha
 {
     if (endpoint == TLY_EP_MUTATE_PODS && (c->o.controllers & TLY_CTRL_GATING))
         return tly_mutate_review(state, body, len, res, err, errlen);
+    /* Claims are decided by every replica (runtimed's update reaches whichever the Service picks). */
+    if (endpoint == TLY_EP_RUNS_STATUS && c->claims)
+        return tly_claims_review(c->claims, state, body, len, res, err, errlen);
     return TLY_ENOENT;
 }
 
@@ -123,6 +138,8 @@ void tly_ctrl_metrics(tly_ctrl *c, FILE *out)
 {
     if (c->gating)
         tly_gatectl_metrics(c->gating, out);
+    if (c->runs)
+        tly_runctl_metrics(c->runs, out);
 }
 
 uint64_t tly_ctrl_cycles(const tly_ctrl *c) { return atomic_load(&((tly_ctrl *)c)->cycles); }

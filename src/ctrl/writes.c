@@ -282,3 +282,158 @@ tly_write_rc tly_write_event(tly_kube *k, const char *kind, const char *api_vers
     free(ename);
     return rc;
 }
+
+/* The JSON patch's first operation: the Run is still the version the fork holds. */
+static void test_rv(tly_json *j, const tly_meta *m)
+{
+    tly_json_begin_object(j);
+    tly_json_key(j, "op");
+    tly_json_string(j, "test");
+    tly_json_key(j, "path");
+    tly_json_string(j, "/metadata/resourceVersion");
+    tly_json_key(j, "value");
+    tly_json_string(j, m->resource_version ? m->resource_version : "");
+    tly_json_end_object(j);
+}
+
+/* op `add` of one string member of status (add replaces a member that exists). */
+static void set_status_str(tly_json *j, const char *member, const char *value)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/status/%s", member);
+    tly_json_begin_object(j);
+    tly_json_key(j, "op");
+    tly_json_string(j, "add");
+    tly_json_key(j, "path");
+    tly_json_string(j, path);
+    tly_json_key(j, "value");
+    tly_json_string(j, value);
+    tly_json_end_object(j);
+}
+
+static void condition(tly_json *j, const char *type, const char *status, const char *reason,
+                      const char *message, const char *now)
+{
+    tly_json_begin_object(j);
+    tly_json_key(j, "type");
+    tly_json_string(j, type);
+    tly_json_key(j, "status");
+    tly_json_string(j, status);
+    tly_json_key(j, "reason");
+    tly_json_string(j, reason);
+    tly_json_key(j, "message");
+    tly_json_string(j, message);
+    tly_json_key(j, "lastTransitionTime");
+    tly_json_string(j, now);
+    tly_json_end_object(j);
+}
+
+/*
+** The Run's status may be absent (a new Run): then it is added whole;
+** otherwise its members are set one by one so the others stay. Conditions:
+** the one of `type` replaced where it is, else appended.
+*/
+static void run_patch_body(tly_json *j, const tly_run *r, const char *const *kv, size_t nkv,
+                           const char *ctype, const char *cstatus, const char *creason,
+                           const char *cmessage)
+{
+    char now[32];
+    tly_write_now(now);
+    tly_json_begin_array(j);
+    test_rv(j, &r->meta);
+    bool has_status = r->phase || r->assigned_pod || r->message || r->conditions.n;
+    if (!has_status) {
+        tly_json_begin_object(j);
+        tly_json_key(j, "op");
+        tly_json_string(j, "add");
+        tly_json_key(j, "path");
+        tly_json_string(j, "/status");
+        tly_json_key(j, "value");
+        tly_json_begin_object(j);
+        for (size_t i = 0; i < nkv; i++) {
+            tly_json_key(j, kv[2 * i]);
+            tly_json_string(j, kv[2 * i + 1]);
+        }
+        if (ctype) {
+            tly_json_key(j, "conditions");
+            tly_json_begin_array(j);
+            condition(j, ctype, cstatus, creason, cmessage, now);
+            tly_json_end_array(j);
+        }
+        tly_json_end_object(j);
+        tly_json_end_object(j);
+        tly_json_end_array(j);
+        return;
+    }
+    for (size_t i = 0; i < nkv; i++)
+        set_status_str(j, kv[2 * i], kv[2 * i + 1]);
+    if (ctype) {
+        int32_t at = -1;
+        for (uint32_t i = 0; i < r->conditions.n; i++)
+            if (r->conditions.v[i].type && !strcmp(r->conditions.v[i].type, ctype))
+                at = (int32_t)i;
+        char path[64];
+        if (at >= 0)
+            snprintf(path, sizeof path, "/status/conditions/%d", at);
+        tly_json_begin_object(j);
+        tly_json_key(j, "op");
+        tly_json_string(j, at >= 0 ? "replace" : "add");
+        tly_json_key(j, "path");
+        tly_json_string(j, at >= 0 ? path : r->conditions.n ? "/status/conditions/-" : "/status/conditions");
+        tly_json_key(j, "value");
+        if (at < 0 && !r->conditions.n)
+            tly_json_begin_array(j);
+        condition(j, ctype, cstatus, creason, cmessage, now);
+        if (at < 0 && !r->conditions.n)
+            tly_json_end_array(j);
+        tly_json_end_object(j);
+    }
+    tly_json_end_array(j);
+}
+
+static tly_write_rc run_patch(tly_kube *k, const tly_run *r, const char *body, char *err, size_t errlen)
+{
+    char *path = tly_xasprintf("/apis/%s/namespaces/%s/runs/%s/status",
+                               r->meta.api_version ? r->meta.api_version : "kruntimes.io/v1alpha1",
+                               r->meta.ns, r->meta.name);
+    tly_write_rc rc = send(k, "PATCH", path, "application/json-patch+json", body, "patch", "runs/status",
+                           err, errlen);
+    free(path);
+    return rc;
+}
+
+tly_write_rc tly_write_run_bind(tly_kube *k, const tly_run *r, const char *pod, const char *pod_uid,
+                                char *err, size_t errlen)
+{
+    char *msg = tly_xasprintf("assigned to Runtime Pod %s", pod);
+    const char *kv[] = {"phase", "Scheduled", "assignedPod", pod, "assignedPodUID", pod_uid ? pod_uid : "",
+                        "message", msg};
+    jbuf b;
+    jb_open(&b);
+    run_patch_body(&b.j, r, kv, 4, "Scheduled", "True", "Assigned", msg);
+    char *body = jb_close(&b);
+    tly_write_rc rc = run_patch(k, r, body, err, errlen);
+    free(body);
+    free(msg);
+    return rc;
+}
+
+tly_write_rc tly_write_run_status(tly_kube *k, const tly_run *r, const char *phase, const char *reason,
+                                  const char *message, char *err, size_t errlen)
+{
+    char now[32];
+    tly_write_now(now);
+    jbuf b;
+    jb_open(&b);
+    if (!strcmp(phase, "Pending")) {
+        const char *kv[] = {"phase", "Pending", "message", message ? message : ""};
+        run_patch_body(&b.j, r, kv, 2, NULL, NULL, NULL, NULL);
+    } else {
+        const char *kv[] = {"phase", phase, "message", message ? message : "", "completionTime", now};
+        run_patch_body(&b.j, r, kv, 3, "Scheduled", "False", reason ? reason : phase, message ? message : "");
+    }
+    char *body = jb_close(&b);
+    tly_write_rc rc = run_patch(k, r, body, err, errlen);
+    free(body);
+    return rc;
+}

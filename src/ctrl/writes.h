@@ -42,6 +42,24 @@ tly_write_rc tly_write_event(tly_kube *k, const char *kind, const char *api_vers
                              const char *name, const char *uid, const char *type, const char *reason,
                              const char *message, const char *instance, char *err, size_t errlen);
 
+/*
+** kruntimes' bind of a Pending Run to a Runtime Pod, as its scheduler writes
+** it: status.phase Scheduled, assignedPod, assignedPodUID and condition
+** Scheduled/Assigned, by a JSON patch whose first operation tests the Run's
+** resourceVersion (optimistic concurrency: a Run that changed since the fork
+** is TLY_WRITE_CONFLICT and decided again).
+*/
+tly_write_rc tly_write_run_bind(tly_kube *k, const tly_run *r, const char *pod, const char *pod_uid,
+                                char *err, size_t errlen);
+
+/*
+** A Run that stays Pending gets its status.message (what it waits for); one
+** that cannot run gets its terminal phase (Failed with InvalidResources, or
+** Cancelled) with the message and completionTime. Same resourceVersion test.
+*/
+tly_write_rc tly_write_run_status(tly_kube *k, const tly_run *r, const char *phase, const char *reason,
+                                  const char *message, char *err, size_t errlen);
+
 /* RFC 3339 of now, UTC, seconds ("2026-12-01T20:10:25Z"). */
 void tly_write_now(char buf[32]);
 

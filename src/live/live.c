@@ -57,6 +57,7 @@ typedef struct {
     tly_ptree *rows;
     tly_ptree *pending;      /* pods with no node that are not terminal */
     tly_ptree *groups;       /* pods by PodGroup */
+    tly_ptree *runs_on;      /* Runs by assigned Pod */
 } lview;
 
 struct tly_live {
@@ -71,6 +72,7 @@ struct tly_live {
     tly_ptree *rows;
     tly_ptree *pending;      /* ns\x1fpod -> pod: not bound, not terminal (the gating controller) */
     tly_ptree *groups;       /* ns\x1fpodgroup\x1fpod -> pod (the gating controller's gangs) */
+    tly_ptree *runs_on;      /* ns\x1fassignedPod\x1frun -> Run (claim admission) */
     tly_arena *scratch;      /* one charge computation at a time (writer) */
     pthread_mutex_t dmu;     /* the decoders' diagnostics list, reused */
     tly_diags *ddiags;
@@ -319,6 +321,7 @@ void tly_live_destroy(tly_live *l)
     pthread_cond_destroy(&l->changed);
     tly_ptree_free(&l->ep, l->pending);
     tly_ptree_free(&l->ep, l->groups);
+    tly_ptree_free(&l->ep, l->runs_on);
     tly_ptree_free(&l->priv, l->on_node);
     tly_ptree_free(&l->priv, l->in_group);
     for (int k = 0; k < TLY_K_COUNT; k++) {
@@ -575,11 +578,28 @@ static void after_node(tly_live *l, const tly_k8s_node *old, const tly_k8s_node 
     recharge_range(l, l->on_node, lo, hi);
 }
 
+/* Runs by the Pod they are assigned to (the object itself, so every version replaces it). */
+static void index_run(tly_live *l, const tly_run *r, bool on)
+{
+    if (!r || !r->assigned_pod || !*r->assigned_pod)
+        return;
+    char key[KEYMAX * 2];
+    snprintf(key, sizeof key, "%s\x1f%s\x1f%s", r->meta.ns, r->assigned_pod, r->meta.name);
+    void *prev;
+    l->runs_on = on ? tly_ptree_put(&l->ep, l->runs_on, key, (void *)r, &prev)
+                    : tly_ptree_del(&l->ep, l->runs_on, key, &prev);
+}
+
 static void after_other(tly_live *l, int kind, const tly_meta *old, const tly_meta *neu)
 {
     const tly_meta *m = neu ? neu : old;
     if (!m)
         return;  /* a delete of something that was not there */
+    if (kind == TLY_K_RUN) {
+        index_run(l, (const tly_run *)old, false);
+        index_run(l, (const tly_run *)neu, true);
+        return;
+    }
     if (kind == TLY_K_PODGROUP) {
         char lo[KEYMAX], hi[KEYMAX];
         snprintf(lo, sizeof lo, "%s\x1f%s\x1f", m->ns, m->name);
@@ -792,6 +812,7 @@ tly_store *tly_live_fork(tly_live *l)
     v->rows = l->rows;
     v->pending = l->pending;
     v->groups = l->groups;
+    v->runs_on = l->runs_on;
     const tly_config *cfg = first_config(l->kinds[TLY_K_CONFIG]);
     v->epoch = tly_epochs_fork(&l->ep);
     held_for(l, HOLD_FORK, t0);
@@ -835,6 +856,21 @@ uint32_t tly_live_group_pods(tly_store *fork, const char *ns, const char *podgro
     podlist p = {0};
     tly_ptree_range(v->groups, lo, hi, collect_pod, &p);
     *out = p.v;
+    return p.n;
+}
+
+uint32_t tly_live_runs_on_pod(tly_store *fork, const char *ns, const char *pod, tly_run ***out)
+{
+    lview *v = tly_store_view_ctx(fork);
+    *out = NULL;
+    if (!v)
+        return 0;
+    char lo[KEYMAX], hi[KEYMAX];
+    snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns, pod);
+    snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns, pod);
+    podlist p = {0};
+    tly_ptree_range(v->runs_on, lo, hi, collect_pod, &p);
+    *out = (tly_run **)p.v;
     return p.n;
 }
 

@@ -1,0 +1,263 @@
+/*
+** claims.c: claim admission for runtimed, /validate/runs-status (runctl.h;
+** seed kruntimes-run-resource-accounting.txt step 5; kruntimes-facts 4).
+**
+** runtimed claims a Run with one optimistic status update, Scheduled ->
+** Running, before it starts it, and checks nothing but a count of Runs.
+** This webhook makes that update the seed's atomic multi-resource check: the
+** claim's whole request (every resource, `runs` 1 when unsaid), plus what
+** the Runs Running or Ready on the same Pod hold, plus the claims this
+** server admitted that the live state does not show yet, must fit the Pod's
+** capacity (its annotations, kruntimes.h). A claim that does not fit is
+** denied; runtimed then leaves the Run Scheduled and retries, as it does
+** when its count is full.
+**
+** Decisions are serialized by one mutex (decide and record together), so
+** two claims reviewed at once never both take the last room. A held claim
+** is dropped when the state shows the Run Running or Ready (then it counts
+** from the state), or ended, or gone, or after 30 s. Across replicas each
+** server holds only what it admitted itself (docs/controllers.md).
+*/
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runctl.h"
+#include "tally/arena.h"
+#include "tally/error.h"
+#include "tally/kruntimes.h"
+#include "tally/live.h"
+
+#define HOLD_MS 30000
+
+typedef struct {
+    char *ns, *pod, *run, *uid;
+    tly_rq *req;             /* ids of the state's names (shared by every fork) */
+    uint32_t nreq;
+    int64_t at_ms;
+} held;
+
+struct tly_claims {
+    pthread_mutex_t mu;
+    held *h;
+    size_t n, cap;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+tly_claims *tly_claims_create(void)
+{
+    tly_claims *c = tly_xcalloc(1, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+static void held_free(held *x)
+{
+    free(x->ns);
+    free(x->pod);
+    free(x->run);
+    free(x->uid);
+    free(x->req);
+}
+
+void tly_claims_destroy(tly_claims *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++)
+        held_free(&c->h[i]);
+    free(c->h);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* Drops the held claims the state now shows (or that are too old). */
+static void prune(tly_claims *c, const tly_store *state)
+{
+    size_t k = 0;
+    int64_t now = mono_ms();
+    for (size_t i = 0; i < c->n; i++) {
+        held *x = &c->h[i];
+        const tly_run *r = tly_store_find(state, TLY_K_RUN, x->ns, x->run);
+        tly_run_phase ph = r ? tly_run_phase_of(r) : TLY_RUN_SUCCEEDED;
+        bool shown = !r || (x->uid && r->meta.uid && strcmp(x->uid, r->meta.uid)) || ph != TLY_RUN_SCHEDULED;
+        if (shown || now - x->at_ms > HOLD_MS) {
+            held_free(x);
+            continue;
+        }
+        c->h[k++] = *x;
+    }
+    c->n = k;
+}
+
+/* The Run's request in the state's resource ids; NULL name in *bad when valid. */
+static bool request_of(const tly_run *run, tly_names *names, tly_arena *a, tly_rlist *out, const char **bad)
+{
+    out->v = NULL;
+    out->n = 0;
+    *bad = NULL;
+    for (uint32_t i = 0; i < run->nrequests; i++) {
+        const tly_run_request *q = &run->requests[i];
+        if (!q->valid) {
+            *bad = q->name;
+            return false;
+        }
+        if (tly_qty_sign(q->q) > 0)
+            tly_rlist_set(out, a, tly_names_intern(names, q->name, strlen(q->name)), q->q);
+    }
+    bool found;
+    tly_qty runs = tly_rlist_get(out, TLY_R_RUNS, &found);
+    if (!found || tly_qty_sign(runs) <= 0)
+        tly_rlist_set(out, a, TLY_R_RUNS, tly_qty_from_int(1, TLY_QFMT_DECIMAL_SI));
+    return true;
+}
+
+/* What the Pod holds: Runs Running or Ready on it (the claimant aside) and the held claims. */
+static void usage_of(tly_claims *c, tly_store *state, const tly_run *claim, tly_arena *a, tly_rvec *use)
+{
+    tly_run **runs = NULL;
+    uint32_t n = tly_live_runs_on_pod(state, claim->meta.ns, claim->assigned_pod, &runs);
+    for (uint32_t i = 0; i < n; i++) {
+        tly_run_phase ph = tly_run_phase_of(runs[i]);
+        if ((ph != TLY_RUN_RUNNING && ph != TLY_RUN_READY) || !strcmp(runs[i]->meta.name, claim->meta.name))
+            continue;
+        tly_rlist r;
+        const char *bad;
+        if (tly_run_normalized_request(runs[i], a, &r, &bad) == TLY_OK)
+            tly_rvec_add_list(use, &r);
+    }
+    free(runs);
+    for (size_t i = 0; i < c->n; i++) {
+        const held *x = &c->h[i];
+        if (!strcmp(x->ns, claim->meta.ns) && !strcmp(x->pod, claim->assigned_pod) && strcmp(x->run, claim->meta.name)) {
+            tly_rlist r = {x->req, x->nreq};
+            tly_rvec_add_list(use, &r);
+        }
+    }
+}
+
+static void hold(tly_claims *c, const tly_run *run, const tly_rlist *req)
+{
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 16;
+        c->h = tly_xrealloc(c->h, c->cap * sizeof *c->h);
+    }
+    held *x = &c->h[c->n++];
+    x->ns = tly_xstrdup(run->meta.ns);
+    x->pod = tly_xstrdup(run->assigned_pod);
+    x->run = tly_xstrdup(run->meta.name);
+    x->uid = run->meta.uid ? tly_xstrdup(run->meta.uid) : NULL;
+    x->req = tly_xmalloc((req->n + 1) * sizeof *x->req);
+    memcpy(x->req, req->v, req->n * sizeof *x->req);
+    x->nreq = req->n;
+    x->at_ms = mono_ms();
+}
+
+static char *qtext(tly_qty q, tly_arena *a)
+{
+    char buf[TLY_QTY_BUFSZ];
+    tly_qty_format(q, buf, sizeof buf);
+    return tly_arena_strdup(a, buf);
+}
+
+/* The decision on one claim: NULL when it fits, else why not. */
+static char *decide_claim(tly_claims *c, tly_store *state, const tly_run *run, bool dry, tly_arena *a)
+{
+    if (!run->assigned_pod || !*run->assigned_pod)
+        return tly_xasprintf("claim of Run %s/%s refused: it names no assignedPod", run->meta.ns, run->meta.name);
+    const tly_pod *pod = tly_store_find(state, TLY_K_POD, run->meta.ns, run->assigned_pod);
+    if (!pod)
+        return tly_xasprintf("claim of Run %s/%s refused: Pod %s is not in namespace %s as tally sees it "
+                             "(deleted, or not seen yet); runtimed keeps the Run Scheduled and retries",
+                             run->meta.ns, run->meta.name, run->assigned_pod, run->meta.ns);
+    tly_names *names = tly_store_names(state);
+    tly_rlist req, cap;
+    const char *bad;
+    if (!request_of(run, names, a, &req, &bad))
+        return tly_xasprintf("claim of Run %s/%s refused: resource request \"%s\" must be a non-negative integer",
+                             run->meta.ns, run->meta.name, bad);
+    tly_runtime_pod_capacity(pod, names, a, &cap, NULL);
+    tly_rvec use;
+    tly_rvec_init(&use);
+    usage_of(c, state, run, a, &use);
+    uint32_t id = 0;
+    char *why = NULL;
+    if (!tly_rvec_fits(&use, &req, &cap, &id)) {
+        const char *name = tly_names_str(names, id);
+        why = tly_xasprintf("claim of Run %s/%s refused: it needs %s %s on Runtime Pod %s, which has %s of "
+                            "which %s is held by Runs Running or Ready and claims admitted in the last 30 s; "
+                            "runtimed keeps the Run Scheduled and retries",
+                            run->meta.ns, run->meta.name, name ? name : "?",
+                            qtext(tly_rlist_get(&req, id, NULL), a), pod->meta.name,
+                            qtext(tly_rlist_get(&cap, id, NULL), a), qtext(tly_rvec_get(&use, id), a));
+    } else if (!dry) {
+        hold(c, run, &req);
+    }
+    tly_rvec_free(&use);
+    return why;
+}
+
+static const char *str_at(const tly_node *n, const char *path)
+{
+    const tly_node *v = n ? tly_node_path(n, path) : NULL;
+    return v && v->type == TLY_N_STRING ? v->str : NULL;
+}
+
+/* A Run decoded from a review's object (its own store, freed by the caller). */
+static const tly_run *run_of(const tly_node *obj, const char *name, tly_store **s)
+{
+    *s = tly_store_create();
+    if (obj && obj->type == TLY_N_MAP)
+        tly_store_load_object(*s, name, obj);
+    tly_store_finish(*s);
+    return tly_store_count(*s, TLY_K_RUN) ? tly_store_at(*s, TLY_K_RUN, 0) : NULL;
+}
+
+int tly_claims_review(tly_claims *c, const tly_store *state, const char *body, size_t len,
+                      tly_admit_result *res, char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    tly_arena *a = tly_arena_create(16 * 1024);
+    const tly_node *review = tly_parse_value(body, len, a);
+    const tly_node *req = review ? tly_node_get(review, "request") : NULL;
+    const char *uid = str_at(req, "uid");
+    if (!review || !str_at(review, "kind") || strcmp(str_at(review, "kind"), "AdmissionReview") || !uid) {
+        snprintf(err, errlen, "expected an admission.k8s.io/v1 AdmissionReview with a request uid");
+        tly_arena_destroy(a);
+        return TLY_EINVAL;
+    }
+    res->uid = tly_xstrdup(uid);
+    res->allowed = true;
+    const char *kind = str_at(req, "kind.kind"), *op = str_at(req, "operation");
+    res->kind = kind ? tly_xstrdup(kind) : NULL;
+    res->operation = op ? tly_xstrdup(op) : NULL;
+    const tly_node *dry = tly_node_get(req, "dryRun");
+    res->dry_run = dry && dry->type == TLY_N_BOOL && dry->bval;
+    tly_store *ns = NULL, *os = NULL;
+    const tly_run *neu = run_of(tly_node_get(req, "object"), "request.object", &ns);
+    const tly_run *old = run_of(tly_node_get(req, "oldObject"), "request.oldObject", &os);
+    bool claim = kind && !strcmp(kind, "Run") && op && !strcmp(op, "UPDATE") && neu && old &&
+                 tly_run_phase_of(old) == TLY_RUN_SCHEDULED && tly_run_phase_of(neu) == TLY_RUN_RUNNING;
+    if (claim) {
+        pthread_mutex_lock(&c->mu);
+        prune(c, state);
+        char *why = decide_claim(c, (tly_store *)state, neu, res->dry_run, a);
+        pthread_mutex_unlock(&c->mu);
+        if (why) {
+            res->allowed = false;
+            res->message = why;
+        }
+    }
+    tly_store_destroy(ns);
+    tly_store_destroy(os);
+    tly_arena_destroy(a);
+    return TLY_OK;
+}
