@@ -57,8 +57,19 @@ void tly_ctrl_stop(tly_ctrl *c);
 int tly_ctrl_decide(tly_ctrl *c, int endpoint, const tly_store *state, const char *body, size_t len,
                     tly_admit_result *res, char *err, size_t errlen);
 
-/* Prometheus text for the controllers' metrics (contract section 9). */
+/*
+** Prometheus text for the controllers' metrics (contract section 9), and the
+** queue gauges of tly_ctrl_queue_metrics once the state is synced.
+*/
 void tly_ctrl_metrics(tly_ctrl *c, FILE *out);
+
+/*
+** The per-queue gauges (tally_queue_accounted_used, _limit, _headroom,
+** tally_queue_allocated) from a fresh fork of the live state: costs the
+** queues and the ledger's rows, not the pods. Any replica, whichever
+** controllers run: without a tly_ctrl, serve calls this itself (when synced).
+*/
+void tly_ctrl_queue_metrics(tly_live *live, FILE *out);
 
 /* Cycles run so far (tests). */
 uint64_t tly_ctrl_cycles(const tly_ctrl *c);

@@ -18,6 +18,7 @@
 
 #include "gatectl.h"
 #include "runctl.h"
+#include "statusctl.h"
 #include "tally/arena.h"
 #include "tally/error.h"
 #include "tally/gating.h"
@@ -33,6 +34,7 @@ struct tly_ctrl {
     volatile int stop;
     tly_gatectl *gating;
     tly_runctl *runs;
+    tly_statusctl *status;
     tly_claims *claims;
     atomic_uint_fast64_t cycles;
     uint64_t term;           /* the lease term of the running cycle */
@@ -87,6 +89,8 @@ static void *run(void *arg)
             again |= tly_gatectl_cycle(c->gating, fork, may_write, c);
         if (c->runs)
             again |= tly_runctl_cycle(c->runs, fork, may_write, c);
+        if (c->status)
+            again |= tly_statusctl_cycle(c->status, fork, may_write, c);
         tly_store_destroy(fork);
         atomic_fetch_add(&c->cycles, 1);
     }
@@ -106,6 +110,8 @@ tly_ctrl *tly_ctrl_start(const tly_ctrl_options *o)
         c->runs = tly_runctl_create(o->kube, o->log, o->log_ctx);
         c->claims = tly_claims_create();
     }
+    if (c->o.controllers & TLY_CTRL_STATUS)
+        c->status = tly_statusctl_create(o->kube, o->log, o->log_ctx);
     c->started = pthread_create(&c->th, NULL, run, c) == 0;
     return c;
 }
@@ -119,6 +125,7 @@ void tly_ctrl_stop(tly_ctrl *c)
         pthread_join(c->th, NULL);
     tly_gatectl_destroy(c->gating);
     tly_runctl_destroy(c->runs);
+    tly_statusctl_destroy(c->status);
     tly_claims_destroy(c->claims);
     free(c);
 }
@@ -140,6 +147,16 @@ void tly_ctrl_metrics(tly_ctrl *c, FILE *out)
         tly_gatectl_metrics(c->gating, out);
     if (c->runs)
         tly_runctl_metrics(c->runs, out);
+    /* The queue gauges: read-only, on every replica, once the state is synced (not partial). */
+    if (!c->o.ready || c->o.ready(c->o.ready_ctx))
+        tly_ctrl_queue_metrics(c->o.live, out);
+}
+
+void tly_ctrl_queue_metrics(tly_live *live, FILE *out)
+{
+    tly_store *fork = tly_live_fork(live);
+    tly_statusctl_queue_metrics(fork, out);
+    tly_store_destroy(fork);
 }
 
 uint64_t tly_ctrl_cycles(const tly_ctrl *c) { return atomic_load(&((tly_ctrl *)c)->cycles); }
