@@ -137,6 +137,13 @@ grep -qx 'tally_queue_accounted_used{queue="team-a",resource="gpu"} 2' "$tmp/m.t
   ! grep -q 'tally_queue_accounted_headroom{queue="root",resource="gpu"}' "$tmp/m.txt" &&
   ok || bad "no limit or headroom series for an unlimited AccountedResource"
 
+# A name no API server would take (stored directly): its label value escaped as the text format wants.
+control put '{"object":{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"odd\"q\\x"},"spec":{"parentQueue":"root"}}}' \
+  || bad "/_test/put of a queue with an odd name"
+for _ in $(seq 30); do metrics | grep -q 'queue="odd' && break; sleep 0.1; done
+metrics | grep -qxF 'tally_queue_accounted_used{queue="odd\"q\\x",resource="gpu"} 0' && ok || { bad "label values unescaped"; metrics | grep odd; }
+control delete '{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","name":"odd\"q\\x"}'
+
 # ---- nothing changes: nothing is written ---------------------------------------------------------
 control requests/clear
 sleep 3
