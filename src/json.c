@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tally/arena.h"
+#include "tally/error.h"
 
 void tly_json_init(tly_json *j, FILE *out, bool pretty)
 {
@@ -103,6 +104,29 @@ void tly_json_string(tly_json *j, const char *s)
         tly_json_write_escaped(j->out, s);
     else
         fputs("null", j->out);
+}
+
+void tly_json_kv(tly_json *j, const char *key, const char *s)
+{
+    tly_json_key(j, key);
+    tly_json_string(j, s);
+}
+
+void tly_jbuf_open(tly_jbuf *b)
+{
+    b->buf = NULL;
+    b->len = 0;
+    b->f = open_memstream(&b->buf, &b->len);
+    if (!b->f)
+        tly_oom();
+    tly_json_init(&b->j, b->f, false);
+}
+
+char *tly_jbuf_close(tly_jbuf *b)
+{
+    fclose(b->f);
+    b->f = NULL;
+    return b->buf;
 }
 
 void tly_json_null(tly_json *j)

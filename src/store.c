@@ -59,6 +59,24 @@ tly_store *tly_store_create_view(const tly_store_backend *b, void *ctx, tly_name
 
 void *tly_store_view_ctx(const tly_store *s) { return s->backend ? s->backend_ctx : NULL; }
 
+uint64_t tly_store_seen_rv(const tly_store *s, int kind)
+{
+    return s->backend && s->backend->seen_rv ? s->backend->seen_rv(s->backend_ctx, kind) : 0;
+}
+
+uint64_t tly_rv_number(const char *rv)
+{
+    uint64_t v = 0;
+    if (!rv || !*rv || strlen(rv) > 19)
+        return 0;
+    for (const char *c = rv; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return 0;
+        v = v * 10 + (uint64_t)(*c - '0');
+    }
+    return v;
+}
+
 /* A view's objects of one kind as an array, listed from the backend on first use. */
 static void view_list(const tly_store *cs, int kind)
 {

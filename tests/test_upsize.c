@@ -16,6 +16,10 @@
 #include <stdlib.h>
 
 #include "tally/admit.h"
+#include "tally/arena.h"
+#include "tally/error.h"
+#include "tally/live.h"
+#include "tally/node.h"
 #include "tally/upsize.h"
 
 #define NPODS 16
@@ -27,17 +31,25 @@ static const char *queue_yaml =
     "    memory: {quota: -1, limit: -1, overQuotaWeight: 1}\n"
     "    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}\n";
 
-static char *pod_json(int i, const char *cpu, const char *extra_status)
+/* Pod p<i> at cpu; rv > 0 sets its resourceVersion (the live tests). */
+static char *pod_json_rv(int i, const char *cpu, const char *extra_status, int rv)
 {
-    char *s = NULL;
+    char *s = NULL, rvs[40] = "";
+    if (rv > 0)
+        snprintf(rvs, sizeof rvs, ",\"resourceVersion\":\"%d\"", rv);
     if (asprintf(&s,
-                 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p%02d\","
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p%02d\"%s,"
                  "\"namespace\":\"team\",\"uid\":\"uid-p%02d\",\"labels\":{\"kai.scheduler/queue\":\"q\"}},"
                  "\"spec\":{\"schedulerName\":\"kai-scheduler\",\"nodeName\":\"n1\",\"containers\":[{\"name\":"
                  "\"main\",\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]},\"status\":{\"phase\":\"Running\"%s}}",
-                 i, i, cpu, extra_status ? extra_status : "") < 0)
+                 i, rvs, i, cpu, extra_status ? extra_status : "") < 0)
         abort();
     return s;
+}
+
+static char *pod_json(int i, const char *cpu, const char *extra_status)
+{
+    return pod_json_rv(i, cpu, extra_status, 0);
 }
 
 /* The state: the queue and NPODS pods; pod `which` (if >= 0) at cpu `cpu` with `status`. */
@@ -58,9 +70,10 @@ static tly_store *state_with(int which, const char *cpu, const char *status, boo
     return s;
 }
 
-static char *review(int i, const char *from, const char *to, bool dry)
+/* A resize review of p<i>, from -> to; rv > 0: the oldObject's resourceVersion. */
+static char *review_rv(int i, const char *from, const char *to, bool dry, int rv)
 {
-    char *o = pod_json(i, to, NULL), *old = pod_json(i, from, NULL), *s = NULL;
+    char *o = pod_json_rv(i, to, NULL, rv), *old = pod_json_rv(i, from, NULL, rv), *s = NULL;
     if (asprintf(&s,
                  "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
                  "\"uid\":\"r-%02d\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
@@ -72,6 +85,8 @@ static char *review(int i, const char *from, const char *to, bool dry)
     free(old);
     return s;
 }
+
+static char *review(int i, const char *from, const char *to, bool dry) { return review_rv(i, from, to, dry, 0); }
 
 /* Decides one review; returns allowed (fails the test on an unreadable review). */
 static bool decide(const tly_store *st, const tly_resize_ledger *ledger, const char *body)
@@ -318,6 +333,172 @@ static void webhook_updates(void **unused)
     tly_store_destroy(st);
 }
 
+/* ---- the shared form and live states (src/ctrl/resv.c keeps holds this way) ------ */
+
+typedef struct {
+    char text[8192];
+    size_t len;
+} dump;
+
+static void dump_one(void *ctx, const char *ns, const char *name, const char *value)
+{
+    (void)ns;
+    (void)name;
+    dump *d = ctx;
+    d->len += (size_t)snprintf(d->text + d->len, sizeof d->text - d->len, "%s\n", value);
+}
+
+static int decode_text(tly_upsize *u, const char *json)
+{
+    tly_arena *a = tly_arena_create(4096);
+    const tly_node *n = tly_parse_value(json, strlen(json), a);
+    char err[256];
+    int rc = n ? tly_upsize_decode(u, n, err, sizeof err) : TLY_EINVAL;
+    tly_arena_destroy(a);
+    return rc;
+}
+
+static void shared_form_round_trip(void **unused)
+{
+    (void)unused;
+    tly_store *st = state_with(-1, NULL, NULL, false);
+    tly_upsize *u = tly_upsize_create(60000, tly_upsize_wall_ms, NULL);
+    char *b = review_rv(3, "500m", "1200m", false, 77);
+    assert_true(decide(st, tly_upsize_ledger(u), b));
+    free(b);
+    dump d1 = {.len = 0};
+    tly_upsize_each(u, dump_one, &d1);
+    assert_non_null(strstr(d1.text, "\"rv\":\"77\""));
+    assert_non_null(strstr(d1.text, "\"size\":[\"1200m\""));
+
+    /* Decoded into another ledger, it encodes the same and holds the same increase. */
+    tly_upsize *v = tly_upsize_create(60000, tly_upsize_wall_ms, NULL);
+    d1.text[d1.len - 1] = 0;
+    assert_int_equal(decode_text(v, d1.text), TLY_OK);
+    dump d2 = {.len = 0};
+    tly_upsize_each(v, dump_one, &d2);
+    assert_string_equal(d1.text, strtok(d2.text, "\n"));
+    tly_qty inc[2];
+    assert_true(tly_upsize_get(v, "team", "p03", inc));
+    assert_int_equal(milli_of(inc[0]), 700);
+    /* A second hold for the pod, and malformed ones, are refused. */
+    assert_int_equal(decode_text(v, d1.text), TLY_EINVAL);
+    assert_int_equal(decode_text(v, "{\"namespace\":\"team\",\"name\":\"x\"}"), TLY_EINVAL);
+    assert_int_equal(decode_text(v, "[1]"), TLY_EINVAL);
+    assert_int_equal(tly_upsize_count(v), 1);
+    tly_upsize_destroy(v);
+    tly_upsize_destroy(u);
+    tly_store_destroy(st);
+}
+
+static void live_put(tly_live *l, const char *json, bool del)
+{
+    tly_arena *a = tly_arena_create(16384);
+    tly_node *n = tly_parse_value(json, strlen(json), a);
+    assert_non_null(n);
+    assert_int_equal(tly_live_apply(l, del ? TLY_LIVE_DELETE : TLY_LIVE_UPSERT, n, "test"), TLY_OK);
+    tly_arena_destroy(a);
+}
+
+/* A live state with the queue and the pods, p<i> at resourceVersion 10 + i. */
+static tly_live *live_state(void)
+{
+    tly_live *l = tly_live_create(NULL);
+    live_put(l,
+             "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"q\","
+             "\"resourceVersion\":\"5\"},\"spec\":{\"resources\":{\"cpu\":{\"quota\":-1,\"limit\":10000,"
+             "\"overQuotaWeight\":1},\"memory\":{\"quota\":-1,\"limit\":-1,\"overQuotaWeight\":1},"
+             "\"gpu\":{\"quota\":-1,\"limit\":-1,\"overQuotaWeight\":1}}}}",
+             false);
+    for (int i = 0; i < NPODS; i++) {
+        char *p = pod_json_rv(i, "500m", NULL, 10 + i);
+        live_put(l, p, false);
+        free(p);
+    }
+    return l;
+}
+
+/* Reconciles u against a fork of l now; returns what it released. */
+static tly_upsize_released settle(tly_live *l, tly_upsize *u)
+{
+    tly_store *f = tly_live_fork(l);
+    tly_upsize_released rel;
+    tly_upsize_reconcile(u, f, &rel);
+    tly_store_destroy(f);
+    return rel;
+}
+
+/*
+** A live state trails the API server: the webhook's oldObject (resourceVersion
+** 100) is newer than the fork's pod (10). "Spec at the old size" there is
+** not a revert; only a state that has seen the pod after 100 settles it.
+*/
+static void lagging_live_state_keeps_holds(void **unused)
+{
+    (void)unused;
+    tly_live *l = live_state();
+    tly_store *f = tly_live_fork(l);
+    assert_int_equal(tly_store_seen_rv(f, TLY_K_POD), 10 + NPODS - 1);
+    tly_upsize *u = tly_upsize_create(60000, NULL, NULL);
+    char *b = review_rv(0, "500m", "1", false, 100);
+    assert_true(decide(f, tly_upsize_ledger(u), b));
+    free(b);
+    tly_store_destroy(f);
+    tly_upsize_released rel = settle(l, u);
+    assert_int_equal(tly_upsize_count(u), 1);
+    assert_int_equal(rel.reverted + rel.enacted + rel.gone, 0);
+
+    /* Another pod's event moves the pods' resourceVersion on; p00 itself is still old: held. */
+    char *p = pod_json_rv(1, "500m", NULL, 150);
+    live_put(l, p, false);
+    free(p);
+    settle(l, u);
+    assert_int_equal(tly_upsize_count(u), 1);
+    /* p00 seen after the admission at the old size: the resize never landed. */
+    p = pod_json_rv(0, "500m", NULL, 160);
+    live_put(l, p, false);
+    free(p);
+    rel = settle(l, u);
+    assert_int_equal(rel.reverted, 1);
+    assert_int_equal(tly_upsize_count(u), 0);
+
+    /* Enacted only once the pod is seen at the new size after the admission. */
+    f = tly_live_fork(l);
+    b = review_rv(0, "500m", "1", false, 160);
+    assert_true(decide(f, tly_upsize_ledger(u), b));
+    free(b);
+    tly_store_destroy(f);
+    p = pod_json_rv(0, "1", NULL, 170);
+    live_put(l, p, false);
+    free(p);
+    rel = settle(l, u);
+    assert_int_equal(rel.enacted, 1);
+
+    /* A pod the state no longer holds is gone only once the pods have been seen past the admission. */
+    f = tly_live_fork(l);
+    b = review_rv(2, "500m", "1", false, 300);
+    assert_true(decide(f, tly_upsize_ledger(u), b));
+    free(b);
+    tly_store_destroy(f);
+    p = pod_json_rv(2, "500m", NULL, 180);
+    live_put(l, p, true);
+    free(p);
+    settle(l, u);
+    assert_int_equal(tly_upsize_count(u), 1);
+    tly_live_note_rv(l, TLY_K_POD, "301");
+    rel = settle(l, u);
+    assert_int_equal(rel.gone, 1);
+    assert_int_equal(tly_upsize_count(u), 0);
+
+    /* A resourceVersion that is not a number: nothing but the timeout settles it. */
+    assert_int_equal(tly_rv_number("12a"), 0);
+    assert_int_equal(tly_rv_number(""), 0);
+    assert_int_equal(tly_rv_number("18446744073709551615"), 0);
+    assert_int_equal(tly_rv_number("42"), 42);
+    tly_upsize_destroy(u);
+    tly_live_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +507,8 @@ int main(void)
         cmocka_unit_test(release_on_reload),
         cmocka_unit_test(release_on_timeout),
         cmocka_unit_test(webhook_updates),
+        cmocka_unit_test(shared_form_round_trip),
+        cmocka_unit_test(lagging_live_state_keeps_holds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

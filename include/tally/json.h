@@ -39,6 +39,19 @@ void tly_json_qty(tly_json *j, tly_qty q);          /* canonical string */
 /* A resource map {"name": "qty", ...} in id order, zero amounts left out. */
 void tly_json_rvec(tly_json *j, const tly_rvec *v, const tly_names *names);
 void tly_json_rlist(tly_json *j, const tly_rlist *l, const tly_names *names);
+/* A member with a string value (NULL writes null): tly_json_key then tly_json_string. */
+void tly_json_kv(tly_json *j, const char *key, const char *s);
+
+/* A compact JSON text built in memory: open, write through .j, close to take the malloc'd text. */
+typedef struct {
+    tly_json j;
+    FILE *f;
+    char *buf;
+    size_t len;
+} tly_jbuf;
+void tly_jbuf_open(tly_jbuf *b);
+char *tly_jbuf_close(tly_jbuf *b);
+
 /* Writes s escaped, with quotes, to out (also used by other writers). */
 void tly_json_write_escaped(FILE *out, const char *s);
 

@@ -64,6 +64,13 @@ typedef enum { TLY_LIVE_UPSERT = 0, TLY_LIVE_DELETE = 1 } tly_live_op;
 int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char *name);
 
 /*
+** A writer, after a LIST or a BOOKMARK of the kind: the state now holds
+** everything of that kind up to resourceVersion rv (tly_store_seen_rv).
+** Events note their own objects' resourceVersions as they are applied.
+*/
+void tly_live_note_rv(tly_live *l, int kind, const char *rv);
+
+/*
 ** A relist of one kind (after a 410, or a watch that could not resume):
 ** every object the new LIST holds is applied and kept; the ones it does not
 ** hold vanished while the watch was down and are deleted. Writer only.

@@ -163,6 +163,8 @@ typedef struct {
     /* A derived structure the backend keeps itself, or NULL to build it as usual. */
     void *(*derived)(void *ctx, tly_store *s, int slot, void (**destroy)(void *));
     void (*release)(void *ctx);
+    /* The newest resourceVersion of the kind the source has seen, as an integer (0: unknown); may be NULL. */
+    uint64_t (*seen_rv)(void *ctx, int kind);
 } tly_store_backend;
 
 /* names is shared with the backend's objects (tly_names is thread-safe); scheduler_name may be NULL. */
@@ -170,5 +172,17 @@ tly_store *tly_store_create_view(const tly_store_backend *b, void *ctx, tly_name
                                  const tly_config *config, const char *scheduler_name);
 /* The backend context of a view, or NULL for an ordinary store. */
 void *tly_store_view_ctx(const tly_store *s);
+
+/*
+** How far a state has followed the cluster for one kind: the highest
+** resourceVersion, read as a decimal integer, of every LIST and watch event
+** of that kind it holds; 0 when unknown (a store read from files). Kubernetes
+** calls resourceVersions opaque, but every etcd-backed API server makes them
+** the store's revision, so two of one kind order; tally uses this only to
+** know whether a state is new enough to settle a reservation (upsize.h).
+*/
+uint64_t tly_store_seen_rv(const tly_store *s, int kind);
+/* A resourceVersion as that integer; 0 when it is not a plain decimal number. */
+uint64_t tly_rv_number(const char *rv);
 
 #endif

@@ -22,8 +22,9 @@
 ** the size (a resize back to the old size leaves nothing, and the
 ** reservation goes). Dry-run reviews never reserve.
 **
-** It is dropped when a newer state (tly_upsize_reconcile, after every swap)
-** shows the pod's effective request covering the reserved size (enacted: the
+** It is dropped when a newer state (tly_upsize_reconcile, after every swap;
+** for a live state only one that has seen the pod after the admission, by
+** resourceVersion: store.h tly_store_seen_rv) shows the pod's effective request covering the reserved size (enacted: the
 ** pod's own charge now carries it), the spec back at the old size (reverted,
 ** or the resize never landed), the resize marked Infeasible, or the pod gone
 ** (absent, another uid, terminal); or when TIMEOUT has passed since the last
@@ -40,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tally/node.h"
 #include "tally/resize.h"
 #include "tally/store.h"
 
@@ -69,5 +71,19 @@ size_t tly_upsize_expire(tly_upsize *u);
 size_t tly_upsize_count(tly_upsize *u);
 /* The increase reserved for pod ns/name ([0] cpu cores, [1] memory bytes); false if none. */
 bool tly_upsize_get(tly_upsize *u, const char *ns, const char *name, tly_qty inc[2]);
+
+/*
+** The shared form, for reservations kept where every replica sees them
+** (src/ctrl/resv.c): each reservation as one compact JSON object (namespace,
+** name, uid, queue, nonPreemptible, spec, base, size as [cpu, memory]
+** quantities, since in the ledger's clock's milliseconds, rv), and back.
+** Replicas that share reservations use a wall clock (tly_upsize_wall_ms).
+*/
+typedef void (*tly_upsize_each_fn)(void *ctx, const char *ns, const char *name, const char *value);
+void tly_upsize_each(tly_upsize *u, tly_upsize_each_fn fn, void *ctx);
+/* Adds one encoded reservation (its parsed tree); TLY_EINVAL (err says why) for a malformed one or a second for a pod. */
+int tly_upsize_decode(tly_upsize *u, const tly_node *value, char *err, size_t errlen);
+/* CLOCK_REALTIME in milliseconds (ctx unused): a clock replicas share. */
+int64_t tly_upsize_wall_ms(void *ctx);
 
 #endif

@@ -15,8 +15,11 @@
 ** Decisions are serialized by one mutex (decide and record together), so
 ** two claims reviewed at once never both take the last room. A held claim
 ** is dropped when the state shows the Run Running or Ready (then it counts
-** from the state), or ended, or gone, or after 30 s. Across replicas each
-** server holds only what it admitted itself (docs/controllers.md).
+** from the state), or ended, or gone, or after 30 s. In live mode the held
+** claims are shared by every replica (tly_claims_share, resv.h): each
+** review is then a transaction on the "claims" entry of the reservations
+** ConfigMap, and a live state settles a claim only once it has seen the Run
+** after the claim's resourceVersion, so a lagging replica keeps it.
 */
 #include <pthread.h>
 #include <stdio.h>
@@ -27,8 +30,10 @@
 #include "runctl.h"
 #include "tally/arena.h"
 #include "tally/error.h"
+#include "tally/json.h"
 #include "tally/kruntimes.h"
 #include "tally/live.h"
+#include "tally/resv.h"
 
 #define HOLD_MS 30000
 
@@ -37,18 +42,21 @@ typedef struct {
     tly_rq *req;             /* ids of the state's names (shared by every fork) */
     uint32_t nreq;
     int64_t at_ms;
+    uint64_t rv;             /* the Run's resourceVersion when claimed (tly_rv_number), or 0 */
 } held;
 
 struct tly_claims {
     pthread_mutex_t mu;
     held *h;
     size_t n, cap;
+    tly_resv *shared;        /* NULL: this replica's claims only */
 };
 
-static int64_t mono_ms(void)
+/* The clock of held claims: the wall clock when replicas share them, else a monotonic one. */
+static int64_t now_ms(const tly_claims *c)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(c->shared ? CLOCK_REALTIME : CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -68,28 +76,49 @@ static void held_free(held *x)
     free(x->req);
 }
 
+void tly_claims_share(tly_claims *c, tly_resv *r) { c->shared = r; }
+
+static void clear(tly_claims *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        held_free(&c->h[i]);
+    c->n = 0;
+}
+
 void tly_claims_destroy(tly_claims *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->n; i++)
-        held_free(&c->h[i]);
+    clear(c);
     free(c->h);
     pthread_mutex_destroy(&c->mu);
     free(c);
+}
+
+/*
+** Whether the state shows what became of a held claim: the Run Running or
+** Ready (it counts from the state now), ended, or gone. A live state must
+** have seen the Run after the claim (upsize.h's rule for upsizes).
+*/
+static bool shown(const held *x, const tly_store *state)
+{
+    const tly_run *r = tly_store_find(state, TLY_K_RUN, x->ns, x->run);
+    if (r && x->uid && r->meta.uid && strcmp(x->uid, r->meta.uid))
+        return true;
+    uint64_t seen = tly_store_seen_rv(state, TLY_K_RUN);
+    if (seen && x->rv && (r ? tly_rv_number(r->meta.resource_version) <= x->rv : seen <= x->rv))
+        return false;
+    return !r || tly_run_phase_of(r) != TLY_RUN_SCHEDULED;
 }
 
 /* Drops the held claims the state now shows (or that are too old). */
 static void prune(tly_claims *c, const tly_store *state)
 {
     size_t k = 0;
-    int64_t now = mono_ms();
+    int64_t now = now_ms(c);
     for (size_t i = 0; i < c->n; i++) {
         held *x = &c->h[i];
-        const tly_run *r = tly_store_find(state, TLY_K_RUN, x->ns, x->run);
-        tly_run_phase ph = r ? tly_run_phase_of(r) : TLY_RUN_SUCCEEDED;
-        bool shown = !r || (x->uid && r->meta.uid && strcmp(x->uid, r->meta.uid)) || ph != TLY_RUN_SCHEDULED;
-        if (shown || now - x->at_ms > HOLD_MS) {
+        if (shown(x, state) || now - x->at_ms > HOLD_MS) {
             held_free(x);
             continue;
         }
@@ -144,13 +173,21 @@ static void usage_of(tly_claims *c, tly_store *state, const tly_run *claim, tly_
     }
 }
 
-static void hold(tly_claims *c, const tly_run *run, const tly_rlist *req)
+static held *add_held(tly_claims *c)
 {
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 16;
         c->h = tly_xrealloc(c->h, c->cap * sizeof *c->h);
     }
     held *x = &c->h[c->n++];
+    memset(x, 0, sizeof *x);
+    return x;
+}
+
+/* run is the claim (request.object); rv the Run's resourceVersion before it (request.oldObject's). */
+static void hold(tly_claims *c, const tly_run *run, const tly_rlist *req, const char *rv)
+{
+    held *x = add_held(c);
     x->ns = tly_xstrdup(run->meta.ns);
     x->pod = tly_xstrdup(run->assigned_pod);
     x->run = tly_xstrdup(run->meta.name);
@@ -158,7 +195,8 @@ static void hold(tly_claims *c, const tly_run *run, const tly_rlist *req)
     x->req = tly_xmalloc((req->n + 1) * sizeof *x->req);
     memcpy(x->req, req->v, req->n * sizeof *x->req);
     x->nreq = req->n;
-    x->at_ms = mono_ms();
+    x->at_ms = now_ms(c);
+    x->rv = tly_rv_number(rv);
 }
 
 static char *qtext(tly_qty q, tly_arena *a)
@@ -169,7 +207,8 @@ static char *qtext(tly_qty q, tly_arena *a)
 }
 
 /* The decision on one claim: NULL when it fits, else why not. */
-static char *decide_claim(tly_claims *c, tly_store *state, const tly_run *run, bool dry, tly_arena *a)
+static char *decide_claim(tly_claims *c, tly_store *state, const tly_run *run, const char *rv, bool dry,
+                          tly_arena *a)
 {
     if (!run->assigned_pod || !*run->assigned_pod)
         return tly_xasprintf("claim of Run %s/%s refused: it names no assignedPod", run->meta.ns, run->meta.name);
@@ -199,10 +238,150 @@ static char *decide_claim(tly_claims *c, tly_store *state, const tly_run *run, b
                             qtext(tly_rlist_get(&req, id, NULL), a), pod->meta.name,
                             qtext(tly_rlist_get(&cap, id, NULL), a), qtext(tly_rvec_get(&use, id), a));
     } else if (!dry) {
-        hold(c, run, &req);
+        hold(c, run, &req, rv);
     }
     tly_rvec_free(&use);
     return why;
+}
+
+static const char *str_at(const tly_node *n, const char *path);
+
+/* ---- claims shared by every replica (the "claims" entry of resv.h's ConfigMap) ---- */
+
+static char *encode_one(const held *x, tly_names *names)
+{
+    tly_jbuf b;
+    tly_jbuf_open(&b);
+    tly_json_begin_object(&b.j);
+    tly_json_kv(&b.j, "namespace", x->ns);
+    tly_json_kv(&b.j, "run", x->run);
+    tly_json_kv(&b.j, "pod", x->pod);
+    tly_json_kv(&b.j, "uid", x->uid);
+    tly_json_key(&b.j, "request");
+    tly_rlist req = {x->req, x->nreq};
+    tly_json_rlist(&b.j, &req, names);
+    tly_json_key(&b.j, "since");
+    tly_json_int(&b.j, (long long)x->at_ms);
+    char rv[24];
+    snprintf(rv, sizeof rv, "%llu", (unsigned long long)x->rv);
+    tly_json_kv(&b.j, "rv", x->rv ? rv : NULL);
+    tly_json_end_object(&b.j);
+    return tly_jbuf_close(&b);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The held claims as the entry's text: a JSON array, one per line, sorted. */
+static char *encode_all(tly_claims *c, tly_names *names)
+{
+    if (!c->n)
+        return tly_xstrdup("");
+    char **v = tly_xmalloc(c->n * sizeof *v);
+    size_t len = 3;
+    for (size_t i = 0; i < c->n; i++) {
+        v[i] = encode_one(&c->h[i], names);
+        len += strlen(v[i]) + 2;
+    }
+    qsort(v, c->n, sizeof *v, cmp_str);
+    char *out = tly_xmalloc(len + 1), *p = out;
+    *p++ = '[';
+    for (size_t i = 0; i < c->n; i++) {
+        p += sprintf(p, "\n%s%s", v[i], i + 1 < c->n ? "," : "");
+        free(v[i]);
+    }
+    strcpy(p, "\n]");
+    free(v);
+    return out;
+}
+
+static bool load_one(tly_claims *c, const tly_node *o, tly_names *names)
+{
+    const char *ns = o ? str_at(o, "namespace") : NULL, *run = o ? str_at(o, "run") : NULL;
+    const char *pod = o ? str_at(o, "pod") : NULL;
+    const tly_node *req = o ? tly_node_get(o, "request") : NULL, *since = o ? tly_node_get(o, "since") : NULL;
+    if (!ns || !run || !pod || !req || req->type != TLY_N_MAP || !since || since->type != TLY_N_INT)
+        return false;
+    held *x = add_held(c);
+    x->ns = tly_xstrdup(ns);
+    x->run = tly_xstrdup(run);
+    x->pod = tly_xstrdup(pod);
+    x->uid = str_at(o, "uid") ? tly_xstrdup(str_at(o, "uid")) : NULL;
+    x->req = tly_xmalloc((req->nkids + 1) * sizeof *x->req);
+    for (const tly_node *k = req->kids; k; k = k->next) {
+        tly_qty q;
+        if (k->type != TLY_N_STRING || tly_qty_parse_str(k->str, &q) != TLY_OK) {
+            held_free(x);
+            c->n--;
+            return false;
+        }
+        x->req[x->nreq++] = (tly_rq){tly_names_intern(names, k->key, strlen(k->key)), q};
+    }
+    x->at_ms = strtoll(since->str, NULL, 10);
+    x->rv = tly_rv_number(str_at(o, "rv"));
+    return true;
+}
+
+/* The held claims from the entry's text; one that does not read is left out (the next write forgets it). */
+static void load_all(tly_claims *c, const char *text, tly_names *names)
+{
+    clear(c);
+    if (!*text)
+        return;
+    tly_arena *a = tly_arena_create(strlen(text) + 1024);
+    const tly_node *arr = tly_parse_value(text, strlen(text), a);
+    for (uint32_t i = 0; arr && arr->type == TLY_N_SEQ && i < arr->nkids; i++)
+        (void)load_one(c, tly_node_at(arr, i), names);
+    tly_arena_destroy(a);
+}
+
+typedef struct {
+    tly_claims *c;
+    tly_store *state;
+    const tly_run *run;
+    const char *rv;
+    bool dry, decided;
+    tly_arena *a;
+    char *why;
+} claim_txn;
+
+static int claim_step(void *ctx, const char *text, bool fresh, char **out)
+{
+    claim_txn *t = ctx;
+    tly_names *names = tly_store_names(t->state);
+    free(t->why);
+    load_all(t->c, text, names);
+    prune(t->c, t->state);
+    size_t holds = t->c->n;
+    char *before = encode_all(t->c, names);
+    t->why = decide_claim(t->c, t->state, t->run, t->rv, t->dry, t->a);
+    t->decided = true;
+    char *after = encode_all(t->c, names);
+    int s = TLY_RESV_DONE;
+    if (t->why && !fresh && holds) {
+        s = TLY_RESV_FRESH;
+    } else if (strcmp(before, after)) {
+        s = TLY_RESV_WRITE;
+        *out = after;
+        after = NULL;
+    }
+    free(before);
+    free(after);
+    return s;
+}
+
+/* The decision with the held claims of every replica; NULL when it fits, else why not. */
+static char *decide_shared(tly_claims *c, tly_store *state, const tly_run *run, const char *rv, bool dry,
+                           tly_arena *a)
+{
+    claim_txn t = {.c = c, .state = state, .run = run, .rv = rv, .dry = dry, .a = a};
+    char err[512];
+    int rc = tly_resv_run(c->shared, "claims", claim_step, &t, err, sizeof err);
+    if (rc == TLY_OK)
+        return t.why;
+    free(t.why);
+    return tly_xasprintf("claim of Run %s/%s refused: tally could not record it with the claims of the other "
+                         "replicas (%s); runtimed keeps the Run Scheduled and retries",
+                         run->meta.ns, run->meta.name, err);
 }
 
 static const char *str_at(const tly_node *n, const char *path)
@@ -247,9 +426,15 @@ int tly_claims_review(tly_claims *c, const tly_store *state, const char *body, s
     bool claim = kind && !strcmp(kind, "Run") && op && !strcmp(op, "UPDATE") && neu && old &&
                  tly_run_phase_of(old) == TLY_RUN_SCHEDULED && tly_run_phase_of(neu) == TLY_RUN_RUNNING;
     if (claim) {
+        const char *rv = old->meta.resource_version;
         pthread_mutex_lock(&c->mu);
-        prune(c, state);
-        char *why = decide_claim(c, (tly_store *)state, neu, res->dry_run, a);
+        char *why;
+        if (c->shared) {
+            why = decide_shared(c, (tly_store *)state, neu, rv, res->dry_run, a);
+        } else {
+            prune(c, state);
+            why = decide_claim(c, (tly_store *)state, neu, rv, res->dry_run, a);
+        }
         pthread_mutex_unlock(&c->mu);
         if (why) {
             res->allowed = false;

@@ -25,6 +25,9 @@ void tly_runctl_metrics(tly_runctl *r, FILE *out);
 typedef struct tly_claims tly_claims;
 
 tly_claims *tly_claims_create(void);
+/* Keeps the held claims in the shared reservations (resv.h) from now on (live mode). */
+typedef struct tly_resv tly_resv;
+void tly_claims_share(tly_claims *c, tly_resv *r);
 void tly_claims_destroy(tly_claims *c);
 /*
 ** Decides a Run status UPDATE for /validate/runs-status (contract section 9):

@@ -58,6 +58,7 @@ typedef struct {
     tly_ptree *pending;      /* pods with no node that are not terminal */
     tly_ptree *groups;       /* pods by PodGroup */
     tly_ptree *runs_on;      /* Runs by assigned Pod */
+    uint64_t seen_rv[TLY_K_COUNT];
 } lview;
 
 struct tly_live {
@@ -87,6 +88,10 @@ struct tly_live {
     /* figures */
     uint32_t counts[TLY_K_COUNT];
     uint64_t applied, rejected;
+    /* The newest resourceVersion applied per kind (store.h tly_store_seen_rv), under wmu. */
+    uint64_t seen_rv[TLY_K_COUNT];
+    /* A LIST of the kind is being applied: its items come in no resourceVersion order. */
+    bool sweeping[TLY_K_COUNT];
     /* Change notification: the version counts applied changes; waiters sleep on `changed`. */
     pthread_mutex_t vmu;
     pthread_cond_t changed;
@@ -227,11 +232,17 @@ static void b_release_fork(void *ctx)
 
 static void b_release_head(void *ctx) { (void)ctx; }
 
+static uint64_t b_seen_rv(void *ctx, int kind)
+{
+    const lview *v = ctx;
+    return kind >= 0 && kind < TLY_K_COUNT ? v->seen_rv[kind] : 0;
+}
+
 static const tly_store_backend fork_backend = {
-    b_count, b_find, b_list, b_runtime_pods, b_derived, b_release_fork,
+    b_count, b_find, b_list, b_runtime_pods, b_derived, b_release_fork, b_seen_rv,
 };
 static const tly_store_backend head_backend = {
-    b_count, b_find, b_list, b_runtime_pods, NULL, b_release_head,
+    b_count, b_find, b_list, b_runtime_pods, NULL, b_release_head, NULL,
 };
 
 static const tly_config *first_config(const tly_ptree *configs)
@@ -714,6 +725,9 @@ int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char 
     pthread_mutex_lock(&l->wmu);
     uint64_t t0 = now_ns();
     o->born = tly_epochs_cur(&l->ep);
+    uint64_t rv = tly_rv_number(o->m->resource_version);
+    if (!l->sweeping[kind] && rv > l->seen_rv[kind])
+        l->seen_rv[kind] = rv;
     if (op == TLY_LIVE_DELETE) {
         change(l, kind, key, NULL);
         tly_epochs_retire(&l->ep, o, o->born, lobj_free, NULL);
@@ -726,6 +740,17 @@ int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char 
     __atomic_add_fetch(&l->applied, 1, __ATOMIC_RELAXED);
     notify(l);
     return TLY_OK;
+}
+
+void tly_live_note_rv(tly_live *l, int kind, const char *rv)
+{
+    uint64_t v = tly_rv_number(rv);
+    if (kind < 0 || kind >= TLY_K_COUNT || !v)
+        return;
+    pthread_mutex_lock(&l->wmu);
+    if (v > l->seen_rv[kind])
+        l->seen_rv[kind] = v;
+    pthread_mutex_unlock(&l->wmu);
 }
 
 /* ---- relists --------------------------------------------------------------------- */
@@ -741,6 +766,9 @@ tly_live_sweep *tly_live_sweep_begin(tly_live *l, int kind)
     tly_live_sweep *sw = tly_xcalloc(1, sizeof *sw);
     sw->l = l;
     sw->kind = kind;
+    pthread_mutex_lock(&l->wmu);
+    l->sweeping[kind] = true;
+    pthread_mutex_unlock(&l->wmu);
     return sw;
 }
 
@@ -761,6 +789,7 @@ void tly_live_sweep_abort(tly_live_sweep *sw)
         return;
     pthread_mutex_lock(&sw->l->wmu);
     tly_ptree_free(&sw->l->priv, sw->kept);
+    sw->l->sweeping[sw->kind] = false;
     pthread_mutex_unlock(&sw->l->wmu);
     free(sw);
 }
@@ -788,6 +817,7 @@ uint32_t tly_live_sweep_end(tly_live *l, tly_live_sweep *sw)
         free(c.gone.keys[i]);
     }
     tly_ptree_free(&l->priv, sw->kept);
+    l->sweeping[sw->kind] = false;
     tly_epochs_reclaim(&l->ep);
     held_for(l, HOLD_WRITE, t0);
     pthread_mutex_unlock(&l->wmu);
@@ -813,6 +843,7 @@ tly_store *tly_live_fork(tly_live *l)
     v->pending = l->pending;
     v->groups = l->groups;
     v->runs_on = l->runs_on;
+    memcpy(v->seen_rv, l->seen_rv, sizeof v->seen_rv);
     const tly_config *cfg = first_config(l->kinds[TLY_K_CONFIG]);
     v->epoch = tly_epochs_fork(&l->ep);
     held_for(l, HOLD_FORK, t0);

@@ -207,6 +207,7 @@ static int list_kind(refl *r)
     }
     uint32_t gone = tly_live_sweep_end(live, x.sw);
     set_rv(r, rv);
+    tly_live_note_rv(live, r->kind, rv);
     free(rv);
     if (atomic_fetch_add(&r->lists, 1) > 0) {
         atomic_fetch_add(&r->relists, 1);
@@ -253,8 +254,10 @@ static int on_event(void *ctx, const char *value, size_t len)
     }
     const tly_node *md = tly_node_get(obj, "metadata");
     set_rv(r, str_at(md, "resourceVersion"));
-    if (t == EV_BOOKMARK)
+    if (t == EV_BOOKMARK) {
+        tly_live_note_rv(r->set->o.live, r->kind, str_at(md, "resourceVersion"));
         return TLY_OK;
+    }
     const char *ns = str_at(md, "namespace"), *name = str_at(md, "name");
     if (!name)
         return TLY_OK;
