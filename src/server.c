@@ -19,6 +19,16 @@
 **  - The callback has no closure argument; MHD stores the connection as the
 **    GnuTLS session pointer, and the connection-start notification puts the
 **    server in the connection's socket context, where the callback finds it.
+**  - --client-ca: MHD's own trust option would fix the CA list at start, so
+**    the CA file is a GnuTLS trust list of tally's, reloaded like the pair.
+**    Each connection's session is told to ask for a client certificate when
+**    it starts (MHD_CONNECTION_NOTIFY_STARTED, before the handshake); the
+**    handshake never fails for want of one, so probes and scrapes work
+**    without. An admission request checks the presented chain against the
+**    trust list (purpose client authentication) when its headers are in;
+**    a verified chain is remembered for the connection until the CA file
+**    changes or the chain expires. A refused request's body is read and
+**    dropped, and the answer is 403.
 **  - The state is a reference-counted store (server.h). A mutex guards only
 **    the pointer while a reference is taken; the decision itself runs with no
 **    lock (a finished store is read-only), except the upsize ledger's own
@@ -78,6 +88,23 @@ typedef struct {
     atomic_int refs;
 } state_ref;
 
+/* The --client-ca certificates; retired, not freed, on a reload (a verification may be using it). */
+typedef struct client_ca {
+    gnutls_x509_trust_list_t list;
+    struct client_ca *retired_next;
+} client_ca;
+
+/* Why a request was refused for its client certificate: the label of tally_client_cert_rejections_total. */
+enum { CERT_MISSING = 0, CERT_INVALID, CERT_REASONS };
+static const char *const cert_reason_name[CERT_REASONS] = {"missing", "invalid"};
+
+/* The socket context of a connection (one worker at a time handles a connection). */
+typedef struct {
+    tly_server *srv;     /* the certificate callback's way to the server */
+    unsigned ca_gen;     /* the client CA generation the chain verified against; 0: not verified */
+    time_t expires;      /* the verified chain's earliest notAfter */
+} conn_ctx;
+
 struct tly_server {
     tly_server_config cfg;
     char *listen, *cert_path, *key_path;
@@ -96,6 +123,14 @@ struct tly_server {
     file_id cert_id, key_id;
     int64_t tls_checked_ms;
 
+    char *client_ca_path;          /* NULL: no client certificates */
+    client_ca *ca;                 /* under tls_mu, as are the three below */
+    client_ca *ca_retired;
+    unsigned ca_gen;               /* +1 at every load */
+    file_id ca_id;
+    int64_t ca_checked_ms;
+    atomic_uint_fast64_t cert_rejected[CERT_REASONS];
+
     struct MHD_Daemon *daemon;
     int listen_fd;
     uint16_t port;
@@ -111,6 +146,8 @@ typedef struct {
     size_t dropped;   /* bytes past the limit, read and dropped */
     bool too_large;
     bool counted;     /* in_flight was incremented */
+    int forbidden;    /* -1, else the CERT_* reason of a 403 (--client-ca) */
+    char why[240];    /* the 403's reason */
 } request;
 
 static int64_t mono_ms(void)
@@ -393,7 +430,8 @@ static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_
     struct MHD_Connection *conn = gnutls_session_get_ptr(session);
     const union MHD_ConnectionInfo *ci =
         conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
-    tly_server *srv = ci ? ci->socket_context : NULL;
+    const conn_ctx *cc = ci ? ci->socket_context : NULL;
+    tly_server *srv = cc ? cc->srv : NULL;
     if (!srv)
         return -1;
     tls_check(srv, false);
@@ -408,9 +446,181 @@ static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    (void)conn;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-        *socket_context = cls;
+    tly_server *srv = cls;
+    if (toe != MHD_CONNECTION_NOTIFY_STARTED) {
+        free(*socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    conn_ctx *cc = calloc(1, sizeof *cc);
+    if (!cc)
+        tly_oom();
+    cc->srv = srv;
+    *socket_context = cc;
+    if (srv->client_ca_path) {
+        /* The session exists and its handshake has not begun: ask for a certificate, never require one. */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (ci && ci->tls_session)
+            gnutls_certificate_server_set_request(ci->tls_session, GNUTLS_CERT_REQUEST);
+    }
+}
+
+/* ---- client certificates (--client-ca) ---------------------------------- */
+
+static void client_ca_free(client_ca *ca)
+{
+    if (!ca)
+        return;
+    gnutls_x509_trust_list_deinit(ca->list, 1);
+    free(ca);
+}
+
+/* Every certificate of a PEM file as a trust list; NULL with err naming the file when there is none. */
+static client_ca *client_ca_load(const char *path, char *err, size_t errlen)
+{
+    /* gnutls_load_file says only "Error while reading file": find the reason first. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC), e = 0;
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        e = errno;
+    else if (S_ISDIR(st.st_mode))
+        e = EISDIR;
+    if (fd >= 0)
+        close(fd);
+    if (e) {
+        snprintf(err, errlen, "--client-ca %s: cannot read it: %s", path, strerror(e));
+        return NULL;
+    }
+    gnutls_datum_t d = {NULL, 0};
+    gnutls_x509_crt_t *crts = NULL;
+    unsigned n = 0;
+    int rc = gnutls_load_file(path, &d);
+    if (rc >= 0)
+        rc = gnutls_x509_crt_list_import2(&crts, &n, &d, GNUTLS_X509_FMT_PEM, 0);
+    gnutls_free(d.data);
+    if (rc < 0 || n == 0) {
+        bool none = n == 0 && (rc >= 0 || rc == GNUTLS_E_NO_CERTIFICATE_FOUND || rc == GNUTLS_E_BASE64_DECODING_ERROR);
+        snprintf(err, errlen, "--client-ca %s: %s", path,
+                 none ? "no PEM certificate in it (want one or more -----BEGIN CERTIFICATE----- blocks)"
+                      : gnutls_strerror(rc));
+        for (unsigned i = 0; i < n; i++)
+            gnutls_x509_crt_deinit(crts[i]);
+        gnutls_free(crts);
+        return NULL;
+    }
+    client_ca *ca = calloc(1, sizeof *ca);
+    if (!ca)
+        tly_oom();
+    if (gnutls_x509_trust_list_init(&ca->list, 0) < 0)
+        tly_oom();
+    /* The list takes the certificates (duplicates it frees itself); the array is ours. */
+    gnutls_x509_trust_list_add_cas(ca->list, crts, n, 0);
+    gnutls_free(crts);
+    return ca;
+}
+
+/* Reloads the CA file if it changed; at most once a second. */
+static void client_ca_check(tly_server *srv)
+{
+    if (!srv->client_ca_path)
+        return;
+    int64_t now = mono_ms();
+    pthread_mutex_lock(&srv->tls_mu);
+    if (now - srv->ca_checked_ms < 1000) {
+        pthread_mutex_unlock(&srv->tls_mu);
+        return;
+    }
+    srv->ca_checked_ms = now;
+    file_id id = identify(srv->client_ca_path);
+    if (same_file(id, srv->ca_id)) {
+        pthread_mutex_unlock(&srv->tls_mu);
+        return;
+    }
+    srv->ca_id = id;  /* a bad file is not retried until it changes again */
+    char err[512];
+    client_ca *ca = client_ca_load(srv->client_ca_path, err, sizeof err);
+    if (ca) {
+        srv->ca->retired_next = srv->ca_retired;
+        srv->ca_retired = srv->ca;
+        srv->ca = ca;
+        srv->ca_gen++;
+    }
+    pthread_mutex_unlock(&srv->tls_mu);
+    tly_metrics_tls_reload(srv->metrics, ca != NULL);
+    if (ca)
+        logf_msg(srv, TLY_LOG_INFO, "tls-reload", "client CA %s reloaded", srv->client_ca_path);
+    else
+        logf_msg(srv, TLY_LOG_ERROR, "tls-reload-failed", "%s; the previous client CA stays", err);
+}
+
+/*
+** The connection's client certificate against --client-ca: -1 when it
+** verifies, else the CERT_* reason with why set.
+*/
+static int client_cert_check(tly_server *srv, struct MHD_Connection *conn, char *why, size_t whylen)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_ctx *cc = ci ? ci->socket_context : NULL;
+    client_ca_check(srv);
+    pthread_mutex_lock(&srv->tls_mu);
+    client_ca *ca = srv->ca;
+    unsigned gen = srv->ca_gen;
+    pthread_mutex_unlock(&srv->tls_mu);
+    time_t now = time(NULL);
+    if (cc && cc->ca_gen == gen && now < cc->expires)
+        return -1;
+    ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t session = ci ? ci->tls_session : NULL;
+    unsigned n = 0;
+    const gnutls_datum_t *raw = session && gnutls_certificate_type_get(session) == GNUTLS_CRT_X509
+                                    ? gnutls_certificate_get_peers(session, &n) : NULL;
+    if (!raw || n == 0) {
+        snprintf(why, whylen, "a client certificate is required (--client-ca) and none was presented");
+        return CERT_MISSING;
+    }
+    gnutls_x509_crt_t chain[MAX_CERTS];
+    unsigned nc = 0;
+    int rc = 0;
+    for (; nc < n && nc < MAX_CERTS; nc++) {
+        if ((rc = gnutls_x509_crt_init(&chain[nc])) < 0)
+            break;
+        if ((rc = gnutls_x509_crt_import(chain[nc], &raw[nc], GNUTLS_X509_FMT_DER)) < 0) {
+            gnutls_x509_crt_deinit(chain[nc]);
+            break;
+        }
+    }
+    unsigned status = 0;
+    gnutls_typed_vdata_st purpose = {GNUTLS_DT_KEY_PURPOSE_OID, (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0};
+    if (rc >= 0)
+        rc = gnutls_x509_trust_list_verify_crt2(ca->list, chain, nc, &purpose, 1, 0, &status, NULL);
+    gnutls_datum_t dn = {NULL, 0}, text = {NULL, 0};
+    if (nc)
+        gnutls_x509_crt_get_dn3(chain[0], &dn, 0);
+    int verdict = -1;
+    if (rc < 0 || status != 0) {
+        if (rc >= 0)
+            gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text, 0);
+        size_t tl = text.data ? strlen((char *)text.data) : 0;
+        while (tl && text.data[tl - 1] == ' ')
+            text.data[--tl] = 0;
+        snprintf(why, whylen, "client certificate %s rejected: %s", dn.data ? (char *)dn.data : "(unreadable)",
+                 rc < 0 ? gnutls_strerror(rc) : text.data ? (char *)text.data : "not trusted");
+        verdict = CERT_INVALID;
+    } else if (cc) {
+        time_t expires = (time_t)-1;
+        for (unsigned i = 0; i < nc; i++) {
+            time_t t = gnutls_x509_crt_get_expiration_time(chain[i]);
+            if (t != (time_t)-1 && (expires == (time_t)-1 || t < expires))
+                expires = t;
+        }
+        cc->ca_gen = gen;
+        cc->expires = expires;
+    }
+    gnutls_free(dn.data);
+    gnutls_free(text.data);
+    for (unsigned i = 0; i < nc; i++)
+        gnutls_x509_crt_deinit(chain[i]);
+    return verdict;
 }
 
 /* ---- state -------------------------------------------------------------- */
@@ -643,6 +853,14 @@ static enum MHD_Result serve_get(tly_server *srv, struct MHD_Connection *conn, r
     if (!f)
         tly_oom();
     tly_metrics_render(srv->metrics, f);
+    if (srv->client_ca_path) {
+        fputs("# HELP tally_client_cert_rejections_total Admission requests refused with 403 for their "
+              "client certificate (--client-ca), by reason.\n"
+              "# TYPE tally_client_cert_rejections_total counter\n", f);
+        for (int r = 0; r < CERT_REASONS; r++)
+            fprintf(f, "tally_client_cert_rejections_total{reason=\"%s\"} %llu\n", cert_reason_name[r],
+                    (unsigned long long)atomic_load_explicit(&srv->cert_rejected[r], memory_order_relaxed));
+    }
     if (srv->has_source && srv->source.metrics)
         srv->source.metrics(srv->source.ctx, f);
     fclose(f);
@@ -671,8 +889,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = rq;
         rq->ep = tly_endpoint_of_path(url);
         rq->counted = true;
+        rq->forbidden = -1;
         atomic_fetch_add(&srv->in_flight, 1);
-        if (admission && post) {
+        if (admission && srv->client_ca_path)
+            rq->forbidden = client_cert_check(srv, conn, rq->why, sizeof rq->why);
+        if (admission && post && rq->forbidden < 0) {
             const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                          MHD_HTTP_HEADER_CONTENT_LENGTH);
             if (cl) {
@@ -699,7 +920,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (!admission || !post || rq->too_large || rq->len + n > srv->cfg.max_body) {
+        if (!admission || !post || rq->too_large || rq->forbidden >= 0 || rq->len + n > srv->cfg.max_body) {
             /* Not wanted, or past the limit: read and dropped. */
             rq->too_large = admission && post;
             rq->dropped += n;
@@ -734,6 +955,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (!admission)
         return serve_get(srv, conn, rq);
+    if (rq->forbidden >= 0) {
+        /* Not counted as a request outcome: tally_client_cert_rejections_total counts it. */
+        atomic_fetch_add_explicit(&srv->cert_rejected[rq->forbidden], 1, memory_order_relaxed);
+        log_rejected(srv, rq, 403, rq->why);
+        return reply_text(conn, MHD_HTTP_FORBIDDEN, "forbidden: %s\n", rq->why);
+    }
     if (rq->too_large) {
         tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_TOO_LARGE, 0);
         log_rejected(srv, rq, 413, "body over the limit");
@@ -793,6 +1020,8 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
     pthread_mutex_init(&srv->tls_mu, NULL);
     atomic_init(&srv->accepting, false);
     atomic_init(&srv->in_flight, 0);
+    for (int r = 0; r < CERT_REASONS; r++)
+        atomic_init(&srv->cert_rejected[r], 0);
     srv->metrics = tly_metrics_create();
     if (cfg->reserve_upsizes_ms > 0)
         srv->upsize = tly_upsize_create(cfg->reserve_upsizes_ms, NULL, NULL);
@@ -803,6 +1032,18 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
     if (!srv->creds) {
         tly_server_destroy(srv);
         return NULL;
+    }
+    if (cfg->client_ca) {
+        srv->client_ca_path = tly_xstrdup(cfg->client_ca);
+        srv->cfg.client_ca = srv->client_ca_path;
+        srv->ca_id = identify(srv->client_ca_path);
+        srv->ca_checked_ms = mono_ms();
+        srv->ca_gen = 1;
+        srv->ca = client_ca_load(srv->client_ca_path, err, errlen);
+        if (!srv->ca) {
+            tly_server_destroy(srv);
+            return NULL;
+        }
     }
     return srv;
 }
@@ -913,8 +1154,9 @@ int tly_server_start(tly_server *srv, char *err, size_t errlen)
     snprintf(port, sizeof port, "%u", srv->port);
     snprintf(threads, sizeof threads, "%u", srv->cfg.threads);
     const char *kv[] = {"listen", srv->listen, "port", port, "threads", threads,
-                        "reserve_upsizes", srv->upsize ? "on" : "off"};
-    tly_server_log(srv, TLY_LOG_INFO, "listening", kv, 4);
+                        "reserve_upsizes", srv->upsize ? "on" : "off",
+                        "client_ca", srv->client_ca_path ? srv->client_ca_path : "off"};
+    tly_server_log(srv, TLY_LOG_INFO, "listening", kv, 5);
     return 0;
 }
 
@@ -925,6 +1167,7 @@ tly_metrics *tly_server_metrics(tly_server *srv) { return srv->metrics; }
 void tly_server_tick(tly_server *srv)
 {
     tls_check(srv, false);
+    client_ca_check(srv);
     if (srv->upsize && srv->has_source) {
         /* Live: the watch shows enacted, reverted and Infeasible resizes as they happen. */
         char why[256];
@@ -975,6 +1218,13 @@ void tly_server_destroy(tly_server *srv)
         srv->retired = c->retired_next;
         creds_free(c);
     }
+    client_ca_free(srv->ca);
+    while (srv->ca_retired) {
+        client_ca *ca = srv->ca_retired;
+        srv->ca_retired = ca->retired_next;
+        client_ca_free(ca);
+    }
+    free(srv->client_ca_path);
     tly_upsize_destroy(srv->upsize);
     tly_metrics_destroy(srv->metrics);
     pthread_mutex_destroy(&srv->state_mu);

@@ -23,6 +23,12 @@
 ** counts the upsizes this server admitted and has not yet seen enacted);
 ** GET /healthz (the process serves), /readyz (a state is loaded and the
 ** server accepts), /metrics (metrics.h).
+**
+** With client_ca set, every handshake asks for (does not require) a client
+** certificate, and the admission endpoints (/validate/..., /mutate/...) answer
+** 403 unless the connection presented one that verifies against those CAs
+** for client authentication; /healthz, /readyz and /metrics need none. The
+** CA file is reloaded when it changes, as the certificate pair is.
 */
 #ifndef TALLY_SERVER_H
 #define TALLY_SERVER_H
@@ -51,6 +57,9 @@ typedef struct {
     const char *listen;          /* HOST:PORT, HOST may be empty (all addresses) or [v6]; port 0 picks one */
     const char *tls_cert;        /* PEM certificate chain file, leaf first */
     const char *tls_key;         /* PEM private key file */
+    const char *client_ca;       /* PEM CA certificates (--client-ca): the admission endpoints
+                                    require a client certificate that verifies against them;
+                                    NULL: no client certificate is asked for */
     int64_t reserve_upsizes_ms;  /* > 0: the reserve-upsizes mode with this timeout; 0: off */
     int log_level;               /* a tly_log_level */
     FILE *log;                   /* NULL: stderr */
@@ -62,7 +71,7 @@ typedef struct {
 
 typedef struct tly_server tly_server;
 
-/* NULL with err set when the certificate or key cannot be used. */
+/* NULL with err set when the certificate, key or client CA file cannot be used. */
 tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t errlen);
 void tly_server_destroy(tly_server *srv);
 

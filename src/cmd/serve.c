@@ -48,6 +48,9 @@ static void usage(FILE *out)
             "  --listen HOST:PORT          address to listen on (default :8443, every address)\n"
             "  --tls-cert FILE             PEM certificate chain; reloaded when the file changes\n"
             "  --tls-key FILE              PEM private key; reloaded when the file changes\n"
+            "  --client-ca FILE            PEM CA certificate(s): /validate/* and /mutate/* answer 403\n"
+            "                              without a client certificate they sign (the API server's);\n"
+            "                              /healthz, /readyz, /metrics need none; reloaded on change\n"
             "  --state PATH...             objects to decide against; re-read on SIGHUP\n"
             "  --kubeconfig FILE, --context NAME, --in-cluster\n"
             "                              decide against the live cluster, kept by list and watch\n"
@@ -299,9 +302,9 @@ int tly_cmd_serve(int argc, char **argv)
         /* --flag VALUE or --flag=VALUE for the flags that take one. */
         static const char *const valued[] = {"--listen", "--tls-cert", "--tls-key", "--log-level",
                                              "--controllers", "--lease-namespace", "--lease-name",
-                                             "--queue-admission-gating"};
+                                             "--queue-admission-gating", "--client-ca"};
         int which = -1;
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < 9; k++) {
             size_t L = strlen(valued[k]);
             if (!strncmp(a, valued[k], L) && (a[L] == 0 || a[L] == '=')) {
                 which = k;
@@ -315,7 +318,9 @@ int tly_cmd_serve(int argc, char **argv)
                 }
             }
         }
-        if (which == 4) {
+        if (which == 8) {
+            cfg.client_ca = val;
+        } else if (which == 4) {
             char cerr[256];
             lf.controllers = tly_ctrl_parse(val, cerr, sizeof cerr);
             if (lf.controllers < 0) {
@@ -366,6 +371,11 @@ int tly_cmd_serve(int argc, char **argv)
             usage(stderr);
             goto out;
         }
+    }
+    if (cfg.client_ca && (!cfg.tls_cert || !cfg.tls_key)) {
+        fprintf(stderr, "tally serve: --client-ca needs TLS (--tls-cert and --tls-key): a client "
+                        "certificate is presented in the TLS handshake\n");
+        goto out;
     }
     if (!cfg.tls_cert || !cfg.tls_key) {
         fprintf(stderr, "tally serve: --tls-cert and --tls-key are required\n");

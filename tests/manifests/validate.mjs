@@ -7,9 +7,19 @@
 //  3. the CRD's schema: structural shape, then the shipped examples (deploy/examples/) against
 //     the AccountedResource schema and the Queue patch's schema (ajv; the CEL rules are not
 //     evaluated: `tally validate` covers them);
-//  4. the JSON patches in deploy/patches/ (shape, and their schemas compile).
-// Usage: node validate.mjs [DEPLOY_DIR]        (default ../../deploy)
-//        node validate.mjs --serve-args [DEPLOY_DIR]   prints the Deployment's tally args, one a line
+//  4. the JSON patches in deploy/patches/ (shape, and their schemas compile);
+//  5. the kustomization (it lists every top-level manifest) and the Grafana dashboard (its shape, and
+//     every metric its queries use is one that tally exports: a string in src/).
+// DEPLOY may also be one file, such as the output of `kubectl kustomize deploy/`: then 1 and 2 run
+// on its objects (and the CRD's structure), and the directory-only checks (patches, examples,
+// kustomization, dashboard) are skipped.
+// Usage: node validate.mjs [DEPLOY]        (default ../../deploy)
+//        node validate.mjs --serve-args [DEPLOY]   prints the Deployment's tally args, one a line
+//        node validate.mjs --rbac-rules [DEPLOY]   prints, as the test API server's POST /_test/rbac
+//                                                  body, what the Deployment's ServiceAccount is
+//                                                  granted by the bindings in DEPLOY
+//        node validate.mjs --webhooks DEPLOY CA.crt  prints the webhook configurations as a JSON List,
+//                                                  with CA.crt as every caBundle (cert-manager's part)
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,10 +27,14 @@ import yaml from "js-yaml";
 import Ajv from "ajv";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const argv = process.argv.slice(2);
-const serveArgsOnly = argv[0] === "--serve-args";
-if (serveArgsOnly) argv.shift();
-const deployDir = path.resolve(argv[0] ?? path.join(here, "../../deploy"));
+// batch.mjs imports this module once per input, with the arguments in the URL (?argv=[...]), so
+// that the upstream schemas are loaded once for all the broken copies manifests.sh checks.
+const batchArgv = new URL(import.meta.url).searchParams.get("argv");
+const argv = batchArgv ? JSON.parse(batchArgv) : process.argv.slice(2);
+const mode = ["--serve-args", "--rbac-rules", "--webhooks"].includes(argv[0]) ? argv.shift() : null;
+const input = path.resolve(argv[0] ?? path.join(here, "../../deploy"));
+// A directory of manifests, or null when the input is one rendered file.
+const deployDir = fs.statSync(input).isDirectory() ? input : null;
 
 // ---- loading ---------------------------------------------------------------------------------
 function yamlFiles(dir) {
@@ -46,7 +60,7 @@ function report(where, what, errors) {
 }
 
 const top = [];
-for (const f of yamlFiles(deployDir)) {
+for (const f of deployDir ? yamlFiles(deployDir) : [input]) {
   try { top.push(...loadDocs(f)); }
   catch (e) { report(rel(f), "(YAML)", [e.message.split("\n")[0]]); }
 }
@@ -54,12 +68,41 @@ const objs = top.filter((d) => d.doc && typeof d.doc === "object" && !Array.isAr
 const find = (kind, name, ns) => objs.map((o) => o.doc).find((o) => o.kind === kind && o.metadata?.name === name && (ns === undefined || o.metadata?.namespace === ns));
 const ofKind = (kind) => objs.map((o) => o.doc).filter((o) => o.kind === kind);
 
-// ---- --serve-args ----------------------------------------------------------------------------
-if (serveArgsOnly) {
+// The roles bound to a ServiceAccount: [{binding, role (or null), clusterWide, ns}]. A RoleBinding
+// grants in its own namespace only, whatever kind of role it names.
+function boundRoles(sa, ns) {
+  return [...ofKind("RoleBinding"), ...ofKind("ClusterRoleBinding")]
+    .filter((b) => (b.subjects ?? []).some((s) => s.kind === "ServiceAccount" && s.name === sa && s.namespace === ns))
+    .map((b) => ({
+      binding: b,
+      role: b.roleRef?.kind === "ClusterRole" ? find("ClusterRole", b.roleRef.name) : find("Role", b.roleRef?.name, b.metadata?.namespace),
+      clusterWide: b.kind === "ClusterRoleBinding",
+      ns: b.metadata?.namespace,
+    }));
+}
+
+// ---- --serve-args, --rbac-rules, --webhooks -------------------------------------------------------
+if (mode === "--webhooks") {
+  const caBundle = fs.readFileSync(argv[1]).toString("base64");
+  const items = [...ofKind("ValidatingWebhookConfiguration"), ...ofKind("MutatingWebhookConfiguration")].map((c) => ({
+    ...c, webhooks: (c.webhooks ?? []).map((w) => ({ ...w, clientConfig: { ...w.clientConfig, caBundle } })) }));
+  console.log(JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+  process.exit(0);
+}
+if (mode) {
   const dep = ofKind("Deployment")[0];
   const c = dep?.spec?.template?.spec?.containers?.[0];
   if (!c) { console.error("no Deployment with a container"); process.exit(1); }
-  for (const a of c.args ?? []) console.log(a);
+  if (mode === "--serve-args") for (const a of c.args ?? []) console.log(a);
+  else {
+    const sa = dep.spec.template.spec.serviceAccountName, ns = dep.metadata?.namespace;
+    const allow = boundRoles(sa, ns).flatMap(({ role, clusterWide, ns: bns }) => (role?.rules ?? []).map((r) => ({
+      verbs: r.verbs ?? [], apiGroups: r.apiGroups ?? [], resources: r.resources ?? [],
+      ...(r.resourceNames ? { resourceNames: r.resourceNames } : {}),
+      ...(clusterWide ? {} : { namespaces: [bns] }),
+    })));
+    console.log(JSON.stringify({ user: `system:serviceaccount:${ns}:${sa}`, allow }));
+  }
   process.exit(0);
 }
 
@@ -139,7 +182,26 @@ function checkCertificate(o) {
   for (const u of s.usages ?? []) if (!usages.includes(u)) e.push(`spec.usages: unknown usage "${u}"`);
   return e;
 }
+// deploy/kustomization.yaml: what `kubectl kustomize` builds (manifests.sh runs it; here, that it
+// lists every top-level manifest, so none is left out of `kubectl apply -k`, and nothing else).
+function checkKustomization(o) {
+  const e = [];
+  if (!deployDir) return ["a Kustomization among rendered objects"];
+  e.push(...onlyKeys(o, ["apiVersion", "kind", "metadata", "resources", "configMapGenerator", "components", "labels",
+    "commonLabels", "commonAnnotations", "images", "namespace", "patches", "generatorOptions"], "kustomization"));
+  const listed = (o.resources ?? []).map((r) => path.normalize(r));
+  for (const r of listed) if (!fs.existsSync(path.join(deployDir, r))) e.push(`resources: ${r} does not exist`);
+  for (const f of yamlFiles(deployDir).map((f) => path.basename(f)).filter((f) => !/^kustomization\.ya?ml$/.test(f)))
+    if (!listed.includes(f)) e.push(`resources: ${f} is not listed (kubectl apply -k would leave it out)`);
+  for (const r of listed) if (/^(patches|examples)(\/|$)/.test(r)) e.push(`resources: ${r} holds no objects of this kustomization`);
+  for (const g of o.configMapGenerator ?? []) for (const f of g.files ?? []) {
+    const file = f.includes("=") ? f.slice(f.indexOf("=") + 1) : f;
+    if (!fs.existsSync(path.join(deployDir, file))) e.push(`configMapGenerator ${g.name}: ${file} does not exist`);
+  }
+  return e;
+}
 const handChecks = {
+  "kustomize.config.k8s.io/v1beta1 Kustomization": checkKustomization,
   "cert-manager.io/v1 Issuer": checkIssuer,
   "cert-manager.io/v1 ClusterIssuer": checkIssuer,
   "cert-manager.io/v1 Certificate": checkCertificate,
@@ -151,7 +213,7 @@ for (const { doc, file, line } of top) {
     report(where, "(document)", ["not a Kubernetes object: JSON patches belong in deploy/patches/"]);
     continue;
   }
-  const what = `${doc.apiVersion} ${doc.kind} ${doc.metadata?.namespace ? doc.metadata.namespace + "/" : ""}${doc.metadata?.name}`;
+  const what = `${doc.apiVersion} ${doc.kind} ${doc.metadata?.namespace ? doc.metadata.namespace + "/" : ""}${doc.metadata?.name ?? ""}`;
   const Model = await modelFor(doc.apiVersion, doc.kind);
   if (Model) {
     try { new Model(doc).validate(); report(where, `${what} (schema)`, []); }
@@ -169,14 +231,31 @@ const expected = {
   "/validate/queues": { failurePolicy: "Fail", group: "scheduling.run.ai", versions: ["v2"], resource: "queues", ops: ["CREATE", "UPDATE"], scope: "Cluster" },
   "/validate/accountedresources": { failurePolicy: "Fail", group: "scheduling.run.ai", versions: ["v1alpha1"], resource: "accountedresources", ops: ["CREATE", "UPDATE"], scope: "Cluster" },
   "/validate/runs": { failurePolicy: "Fail", group: "kruntimes.io", versions: ["v1alpha1"], resource: "runs", ops: ["CREATE", "UPDATE"], scope: "Namespaced" },
+  // contract section 9, the live mode's endpoints, each enabled by a controller
+  "/validate/runs-status": { failurePolicy: "Fail", group: "kruntimes.io", versions: ["v1alpha1"], resource: "runs/status", ops: ["UPDATE"], scope: "Namespaced", controller: "runs" },
+  "/mutate/pods": { failurePolicy: "Ignore", group: "", versions: ["v1"], resource: "pods", ops: ["CREATE"], scope: "Namespaced", mutating: true, controller: "gating" },
 };
 const services = ofKind("Service");
 const certs = ofKind("Certificate");
 const seenPaths = {};
 const webhookKeys = ["name", "clientConfig", "rules", "failurePolicy", "matchPolicy", "namespaceSelector", "objectSelector",
   "sideEffects", "timeoutSeconds", "admissionReviewVersions", "matchConditions"];
-const vwcs = ofKind("ValidatingWebhookConfiguration");
-if (vwcs.length === 0) report("deploy", "ValidatingWebhookConfiguration", ["none found"]);
+const vwcs = [...ofKind("ValidatingWebhookConfiguration"), ...ofKind("MutatingWebhookConfiguration")];
+if (ofKind("ValidatingWebhookConfiguration").length === 0) report("deploy", "ValidatingWebhookConfiguration", ["none found"]);
+// The Deployment's tally flags (--flag=value and --flag value both accepted by tally), and the
+// controllers they run; the webhook and RBAC checks below depend on them.
+function serveFlags(d, e) {
+  const flags = {}; let cur = null;
+  for (const a of (d?.spec?.template?.spec?.containers?.[0]?.args ?? []).slice(1)) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
+    if (m) { cur = m[1]; (flags[cur] ??= []); if (m[2] !== undefined) flags[cur].push(m[2]); }
+    else if (cur) flags[cur].push(a);
+    else e?.push(`Deployment args: stray argument ${a}`);
+  }
+  return flags;
+}
+const deployFlags = serveFlags(ofKind("Deployment")[0]);
+const controllers = (deployFlags.controllers ?? []).flatMap((v) => v.split(",")).filter(Boolean);
 for (const vwc of vwcs) {
   const e = [];
   const inject = vwc.metadata?.annotations?.["cert-manager.io/inject-ca-from"];
@@ -186,9 +265,13 @@ for (const vwc of vwcs) {
     if (!certs.some((c) => c.metadata?.namespace === ns && c.metadata?.name === name)) e.push(`cert-manager.io/inject-ca-from: no Certificate ${inject} in deploy/`);
   }
   const names = new Set();
+  const mutating = vwc.kind === "MutatingWebhookConfiguration";
   for (const [i, w] of (vwc.webhooks ?? []).entries()) {
     const at = `webhooks[${i}] ${w.name}`;
-    e.push(...onlyKeys(w, webhookKeys, at));
+    e.push(...onlyKeys(w, mutating ? [...webhookKeys, "reinvocationPolicy"] : webhookKeys, at));
+    if (mutating && w.reinvocationPolicy !== "Never") e.push(`${at}: reinvocationPolicy must be Never (the gate is added once)`);
+    for (const [j, mc] of (w.matchConditions ?? []).entries())
+      if (typeof mc?.name !== "string" || !mc.name || typeof mc.expression !== "string" || !mc.expression.trim()) e.push(`${at}: matchConditions[${j}] needs name and expression`);
     if (names.has(w.name)) e.push(`${at}: duplicate name`); names.add(w.name);
     if (!dns1123(w.name) || w.name.split(".").length < 3) e.push(`${at}: name must be a DNS name with at least three segments`);
     if (w.sideEffects !== "None") e.push(`${at}: sideEffects must be None (found ${w.sideEffects})`);
@@ -203,8 +286,17 @@ for (const vwc of vwcs) {
     else if (!(s.spec?.ports ?? []).some((p) => p.port === (svc.port ?? 443))) e.push(`${at}: Service ${svc.name} has no port ${svc.port ?? 443}`);
     for (const c of certs) if (s && !(c.spec?.dnsNames ?? []).includes(`${svc.name}.${svc.namespace}.svc`)) e.push(`${at}: Certificate ${c.metadata.name} lacks dnsName ${svc.name}.${svc.namespace}.svc`);
     const exp = expected[svc.path];
-    if (!exp) { e.push(`${at}: path ${svc.path} is not one of contract section 7's validators`); continue; }
+    if (!exp) { e.push(`${at}: path ${svc.path} is not one of tally's admission endpoints (contract sections 7 and 9)`); continue; }
     (seenPaths[svc.path] ??= []).push(w.name);
+    if (!!exp.mutating !== mutating) e.push(`${at}: ${svc.path} belongs in a ${exp.mutating ? "Mutating" : "Validating"}WebhookConfiguration`);
+    // The live endpoints answer 404 unless their controller runs, which Fail would turn into refusals.
+    if (exp.controller && !controllers.includes(exp.controller)) e.push(`${at}: ${svc.path} needs --controllers ${exp.controller} in the Deployment (else it answers 404)`);
+    if (exp.mutating) {
+      // tally's own pods and the control plane's must be able to start while tally is down or gating.
+      const ns = ofKind("Deployment")[0]?.metadata?.namespace;
+      const out = (w.namespaceSelector?.matchExpressions ?? []).find((x) => x.key === "kubernetes.io/metadata.name" && x.operator === "NotIn");
+      for (const n of [ns, "kube-system"]) if (n && !(out?.values ?? []).includes(n)) e.push(`${at}: namespaceSelector must exclude namespace ${n} (kubernetes.io/metadata.name NotIn)`);
+    }
     if (w.failurePolicy !== exp.failurePolicy) e.push(`${at}: failurePolicy must be ${exp.failurePolicy} (found ${w.failurePolicy ?? "Fail (default)"})`);
     const rules = w.rules ?? [];
     const covers = rules.some((r) => (r.apiGroups ?? []).includes(exp.group) && (r.resources ?? []).includes(exp.resource) &&
@@ -217,7 +309,7 @@ for (const vwc of vwcs) {
       if (r.scope !== undefined && r.scope !== exp.scope) e.push(`${at}: scope must be ${exp.scope}`);
     }
   }
-  report("deploy", `ValidatingWebhookConfiguration ${vwc.metadata?.name} (webhook rules)`, e);
+  report("deploy", `${vwc.kind} ${vwc.metadata?.name} (webhook rules)`, e);
 }
 {
   const e = [];
@@ -225,7 +317,7 @@ for (const vwc of vwcs) {
     const n = seenPaths[p]?.length ?? 0;
     if (n !== 1) e.push(`${p}: served by ${n} webhooks, want exactly 1`);
   }
-  report("deploy", "contract section 7 paths (each validator exactly once)", e);
+  report("deploy", "contract sections 7 and 9 paths (each admission endpoint exactly once)", e);
 }
 
 // What `tally serve --in-cluster` lists and watches (contract section 2): [API group, resource].
@@ -234,6 +326,39 @@ const LIVE_READS = [["", "namespaces"], ["", "nodes"], ["", "pods"], ["schedulin
   ["kai.scheduler", "configs"], ["resource.k8s.io", "deviceclasses"], ["resource.k8s.io", "resourceslices"],
   ["resource.k8s.io", "resourceclaims"], ["resource.k8s.io", "resourceclaimtemplates"], ["kruntimes.io", "runtimes"],
   ["kruntimes.io", "runs"]];
+
+// What each part of tally sends to the API server (src/live/, src/ctrl/), as [group, resource, verb,
+// resourceNames]: a role may grant these and nothing else, each role one part only, so that a
+// deployment that runs fewer controllers drops a binding and nothing else.
+const GRANTS = {
+  reader: LIVE_READS.flatMap(([g, r]) => ["get", "list", "watch"].map((v) => [g, r, v])),
+  gating: [["", "pods", "patch"], ["", "pods/status", "patch"], ["", "events", "create"]],
+  runs: [["kruntimes.io", "runs/status", "patch"]],
+  status: [["scheduling.run.ai", "queues/status", "patch"], ["apiextensions.k8s.io", "customresourcedefinitions", "get", ["queues.scheduling.run.ai"]]],
+  lease: [["coordination.k8s.io", "leases", "get"], ["coordination.k8s.io", "leases", "create"], ["coordination.k8s.io", "leases", "update"]],
+};
+const triples = (rule) => (rule.apiGroups ?? []).flatMap((g) => (rule.resources ?? []).flatMap((r) => (rule.verbs ?? []).map((v) => [g, r, v])));
+const purposesOf = ([g, r, v]) => Object.keys(GRANTS).filter((p) => GRANTS[p].some(([pg, pr, pv]) => pg === g && pr === r && pv === v));
+const rolePurposes = (role) => [...new Set((role?.rules ?? []).flatMap(triples).flatMap(purposesOf))];
+function roleProblems(role) {
+  const e = [], at = `${role.kind} ${role.metadata?.name}`;
+  for (const rule of role.rules ?? []) {
+    if ([rule.apiGroups, rule.resources, rule.verbs].some((l) => (l ?? []).includes("*"))) e.push(`${at}: wildcard in a rule; list what tally does`);
+    if ((rule.resources ?? []).includes("secrets")) e.push(`${at}: secrets; tally never reads or writes them`);
+    for (const t of triples(rule)) {
+      const ps = purposesOf(t);
+      if (!ps.length) { e.push(`${at}: grants ${t[2]} on ${t[1]} (group "${t[0]}"), which tally never sends`); continue; }
+      if (ps.includes("lease") && role.kind !== "Role") e.push(`${at}: leases belong in a Role in tally's namespace, not a ${role.kind}`);
+      const names = GRANTS[ps[0]].find(([g, r, v]) => g === t[0] && r === t[1] && v === t[2])[3];
+      if (names && !(rule.resourceNames?.length && rule.resourceNames.every((n) => names.includes(n))))
+        e.push(`${at}: ${t[2]} on ${t[1]}: limit it to resourceNames [${names.join(", ")}]`);
+      if (t[2] === "create" && rule.resourceNames?.length) e.push(`${at}: create on ${t[1]} cannot be limited by resourceNames`);
+    }
+  }
+  const ps = rolePurposes(role);
+  if (ps.length > 1) e.push(`${at}: mixes the grants of ${ps.join(" and ")}; one role per part of tally`);
+  return e;
+}
 
 // wiring: Certificate -> Issuer/Secret -> Deployment mounts -> args; Service -> pods; probes; PDB; RBAC
 {
@@ -253,17 +378,18 @@ const LIVE_READS = [["", "namespaces"], ["", "nodes"], ["", "pods"], ["schedulin
     const c = pod.spec?.containers?.[0] ?? {};
     const args = c.args ?? [];
     if (args[0] !== "serve") e.push(`Deployment args must start with serve (found ${args[0]})`);
-    // flags of contract section 7 plus --log-level; --flag=value and --flag value both accepted by tally
-    const flags = {}; let cur = null;
-    for (const a of args.slice(1)) {
-      const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
-      if (m) { cur = m[1]; (flags[cur] ??= []); if (m[2] !== undefined) flags[cur].push(m[2]); }
-      else if (cur) flags[cur].push(a);
-      else e.push(`Deployment args: stray argument ${a}`);
-    }
+    // flags of contract sections 7 and 9 plus --log-level
+    const flags = serveFlags(d, e);
     const known = ["listen", "tls-cert", "tls-key", "state", "reserve-upsizes", "log-level", "in-cluster", "kubeconfig",
-                   "context", "kube-api-qps", "kube-api-burst", "watch-stale-after", "watch-idle-timeout", "discovery-interval"];
+                   "context", "kube-api-qps", "kube-api-burst", "watch-stale-after", "watch-idle-timeout", "discovery-interval",
+                   "controllers", "leader-elect", "lease-namespace", "lease-name", "lease-duration", "renew-deadline",
+                   "retry-period", "reservation-timeout", "queue-admission-gating", "client-ca"];
     for (const f of Object.keys(flags)) if (!known.includes(f)) e.push(`Deployment args: unknown flag --${f}`);
+    for (const c of controllers) if (!["gating", "status", "runs"].includes(c)) e.push(`--controllers: unknown controller ${c}`);
+    const elect = "leader-elect" in flags ? !(flags["leader-elect"] ?? []).includes("false")
+                                          : controllers.length > 0 || "reserve-upsizes" in flags;
+    if (controllers.length && !elect && (d.spec?.replicas ?? 1) > 1) e.push("controllers on several replicas need --leader-elect (only the Lease holder may write)");
+    if (controllers.length && !("in-cluster" in flags || "kubeconfig" in flags)) e.push("--controllers needs the live cluster (--in-cluster)");
     for (const f of ["listen", "tls-cert", "tls-key"]) if (!flags[f]?.length) e.push(`Deployment args: --${f} missing`);
     const live = "in-cluster" in flags || "kubeconfig" in flags;
     if (live === (flags.state?.length > 0)) e.push("Deployment args: want exactly one of --state PATH... and --in-cluster");
@@ -282,6 +408,11 @@ const LIVE_READS = [["", "namespaces"], ["", "nodes"], ["", "pods"], ["schedulin
     }
     if ((flags["tls-cert"] ?? [])[0]?.split("/").pop() !== "tls.crt" || (flags["tls-key"] ?? [])[0]?.split("/").pop() !== "tls.key") e.push("--tls-cert/--tls-key must name tls.crt/tls.key (cert-manager's Secret keys)");
     for (const p of flags.state ?? []) if (!volFor(p)) e.push(`--state ${p}: not on a mounted volume`);
+    for (const p of flags["client-ca"] ?? []) {
+      const v = volFor(p);
+      if (!v?.secret && !v?.configMap) e.push(`--client-ca ${p}: not on a ConfigMap or Secret volume`);
+      else if (!(flags["tls-cert"] ?? []).length) e.push("--client-ca needs --tls-cert and --tls-key");
+    }
     const port = Number(/:(\d+)$/.exec(flags.listen?.[0] ?? ":8443")?.[1]);
     const cport = (c.ports ?? []).find((p) => p.containerPort === port);
     if (!cport) e.push(`--listen port ${port} is not a containerPort`);
@@ -301,34 +432,45 @@ const LIVE_READS = [["", "namespaces"], ["", "nodes"], ["", "pods"], ["schedulin
       if (!matches(pdb.spec?.selector?.matchLabels)) e.push(`PodDisruptionBudget ${pdb.metadata.name}: selector does not match`);
       if (typeof pdb.spec?.minAvailable === "number" && pdb.spec.minAvailable >= (d.spec?.replicas ?? 1)) e.push(`PodDisruptionBudget ${pdb.metadata.name}: minAvailable >= replicas blocks every drain`);
     }
+    // NetworkPolicy: if one selects the pods, the listen port must stay open to the API server
+    for (const np of ofKind("NetworkPolicy").filter((n) => n.metadata?.namespace === ns && matches(n.spec?.podSelector?.matchLabels))) {
+      if ((np.spec?.policyTypes ?? ["Ingress"]).includes("Ingress") &&
+          !(np.spec?.ingress ?? []).some((r) => !(r.ports?.length) || r.ports.some((p) => portOk(p.port))))
+        e.push(`NetworkPolicy ${np.metadata.name}: no ingress rule opens the listen port ${port} (the API server calls the webhooks there)`);
+    }
     // least privilege: no token unless some binding grants the account something
-    const bound = [...ofKind("RoleBinding"), ...ofKind("ClusterRoleBinding")].filter((b) => (b.subjects ?? []).some((s) => s.kind === "ServiceAccount" && s.name === sa && s.namespace === ns));
+    const bound = boundRoles(sa, ns);
     const saObj = find("ServiceAccount", sa, ns);
     if (bound.length === 0 && saObj && saObj.automountServiceAccountToken !== false && pod.spec?.automountServiceAccountToken !== false)
       e.push("the ServiceAccount has no bindings: set automountServiceAccountToken: false");
+    for (const b of bound) if (!b.role) e.push(`${b.binding.kind} ${b.binding.metadata.name}: no ${b.binding.roleRef?.kind} ${b.binding.roleRef?.name} in deploy/`);
     if (live) {
-      // The live mode lists and watches every kind of contract section 2: the account must be able to.
+      // The live mode lists and watches every kind of contract section 2; each controller writes what
+      // it writes; the Lease holder its Lease. The account must be able to, and to do nothing more.
       if (saObj?.automountServiceAccountToken === false || pod.spec?.automountServiceAccountToken === false)
         e.push("--in-cluster needs the service account token mounted (automountServiceAccountToken must not be false)");
-      const rules = bound.flatMap((b) => {
-        const role = b.roleRef?.kind === "ClusterRole" ? find("ClusterRole", b.roleRef.name) : find("Role", b.roleRef?.name, ns);
-        if (!role) e.push(`${b.kind} ${b.metadata.name}: no ${b.roleRef?.kind} ${b.roleRef?.name} in deploy/`);
-        return b.kind === "ClusterRoleBinding" && b.roleRef?.kind === "ClusterRole" ? (role?.rules ?? []) : [];
-      });
-      for (const [group, res] of LIVE_READS) {
-        const ok = ["list", "watch"].every((v) => rules.some((r) => (r.apiGroups ?? []).includes(group) &&
-          (r.resources ?? []).includes(res) && (r.verbs ?? []).includes(v)));
-        if (!ok) e.push(`--in-cluster: no cluster-wide list and watch of ${res} (group "${group}") for ServiceAccount ${sa}`);
+      const leaseNs = flags["lease-namespace"]?.[0] ?? ns, leaseName = flags["lease-name"]?.[0] ?? "tally";
+      const needed = ["reader", ...controllers, ...(elect ? ["lease"] : [])];
+      // rules in effect: cluster-wide ones from ClusterRoleBindings; the Lease's from RoleBindings in its namespace
+      const effective = (purpose) => bound.filter((b) => purpose === "lease" ? !b.clusterWide && b.ns === leaseNs : b.clusterWide)
+        .flatMap((b) => b.role?.rules ?? []);
+      const covers = (rules, [g, r, v, names], name) => rules.some((x) => (x.apiGroups ?? []).includes(g) &&
+        (x.resources ?? []).includes(r) && (x.verbs ?? []).includes(v) &&
+        (!x.resourceNames?.length || (name ?? names?.[0]) !== undefined && x.resourceNames.includes(name ?? names[0])));
+      for (const purpose of needed) for (const grant of GRANTS[purpose]) {
+        const [g, r, v] = grant;
+        if (covers(effective(purpose), grant, purpose === "lease" && v !== "create" ? leaseName : undefined)) continue;
+        if (purpose === "reader") {
+          if (v === "list") e.push(`--in-cluster: no cluster-wide list and watch of ${r} (group "${g}") for ServiceAccount ${sa}`);
+        } else if (purpose === "lease") e.push(`--leader-elect: ServiceAccount ${sa} may not ${v} lease ${leaseNs}/${leaseName} (a Role and RoleBinding in ${leaseNs})`);
+        else e.push(`--controllers ${purpose}: ServiceAccount ${sa} may not ${v} ${r} (group "${g}") cluster-wide`);
       }
-      for (const r of rules) for (const res of r.resources ?? []) for (const g of r.apiGroups ?? [])
-        if (!LIVE_READS.some(([lg, lr]) => lg === g && lr === res)) e.push(`RBAC grants ${res} (group "${g}"), which tally does not read`);
+      for (const b of bound) for (const purpose of rolePurposes(b.role))
+        if (!needed.includes(purpose)) e.push(`${b.binding.kind} ${b.binding.metadata.name}: grants what ${purpose === "lease" ? "--leader-elect" : "--controllers " + purpose} needs, which the Deployment does not run`);
     }
   }
-  for (const r of [...ofKind("Role"), ...ofKind("ClusterRole")]) for (const rule of r.rules ?? []) {
-    for (const v of rule.verbs ?? []) if (!["get", "list", "watch"].includes(v)) e.push(`${r.kind} ${r.metadata.name}: verb ${v}; tally only reads`);
-    if ((rule.resources ?? []).some((x) => x === "*" || x === "secrets")) e.push(`${r.kind} ${r.metadata.name}: * or secrets; tally reads neither`);
-  }
-  report("deploy", "wiring (Certificate, Deployment args and mounts, probes, Service, PDB, RBAC)", e);
+  for (const r of [...ofKind("Role"), ...ofKind("ClusterRole")]) e.push(...roleProblems(r));
+  report("deploy", "wiring (Certificate, Deployment args and mounts, probes, Service, PDB, NetworkPolicy, RBAC)", e);
 }
 
 // ---- 3. the CRD and the examples -------------------------------------------------------------
@@ -374,8 +516,9 @@ for (const crd of crds) {
 }
 
 // ---- 4. patches ------------------------------------------------------------------------------
+// by the path below openAPIV3Schema ("spec.accountedResources", "status.accountedResources", ...)
 const patchSchemas = {};
-for (const f of yamlFiles(path.join(deployDir, "patches"))) {
+for (const f of deployDir ? yamlFiles(path.join(deployDir, "patches")) : []) {
   let docs;
   try { docs = loadDocs(f); } catch (err) { report(rel(f), "(YAML)", [err.message.split("\n")[0]]); continue; }
   for (const { doc, line } of docs) {
@@ -384,10 +527,16 @@ for (const f of yamlFiles(path.join(deployDir, "patches"))) {
     for (const [i, op] of doc.entries()) {
       if (!["add", "replace", "remove", "test", "move", "copy"].includes(op.op)) e.push(`[${i}].op: ${op.op}`);
       if (typeof op.path !== "string" || !op.path.startsWith("/spec/versions/")) e.push(`[${i}].path: expected /spec/versions/...`);
-      if (op.op === "add" && op.value) {
+      const marker = typeof op.path === "string" ? op.path.split("/").pop() : "";
+      if (op.op === "add" && marker.startsWith("x-kubernetes-list-")) {
+        // a list marker added to a schema that is there already (queue-status.yaml), not a schema
+        const valid = marker === "x-kubernetes-list-type" ? ["atomic", "set", "map"].includes(op.value)
+          : marker === "x-kubernetes-list-map-keys" && Array.isArray(op.value) && op.value.length > 0 && op.value.every((k) => typeof k === "string");
+        if (!valid) e.push(`[${i}].value: not a valid ${marker}`);
+      } else if (op.op === "add" && op.value) {
         structural(op.value, `[${i}].value`, e);
         const fn = compile(op.value, rel(f));
-        if (fn) patchSchemas[op.path.split("/").pop()] = fn;
+        if (fn) patchSchemas[op.path.replace(/^.*\/openAPIV3Schema\//, "").replace(/(^|\/)properties\//g, "$1").replace(/\//g, ".")] = fn;
       }
     }
     report(`${rel(f)}:${line}`, "JSON patch", e);
@@ -395,19 +544,89 @@ for (const f of yamlFiles(path.join(deployDir, "patches"))) {
 }
 
 // the examples against the CRD (AccountedResource) and the Queue patch (spec.accountedResources)
-for (const f of yamlFiles(path.join(deployDir, "examples"))) {
+for (const f of deployDir ? yamlFiles(path.join(deployDir, "examples")) : []) {
   let docs;
   try { docs = loadDocs(f); } catch (err) { report(rel(f), "(YAML)", [err.message.split("\n")[0]]); continue; }
   for (const { doc, line } of docs) {
     const where = `${rel(f)}:${line}`, what = `${doc.apiVersion} ${doc.kind} ${doc.metadata?.name}`;
     const fn = crdSchema[`${doc.apiVersion} ${doc.kind}`];
     if (fn) report(where, `${what} (CRD schema)`, fn(doc) ? [] : ajvErrors(fn));
-    else if (doc.kind === "Queue" && patchSchemas.accountedResources) {
-      const v = patchSchemas.accountedResources;
+    else if (doc.kind === "Queue" && patchSchemas["spec.accountedResources"]) {
+      const v = patchSchemas["spec.accountedResources"];
       report(where, `${what} (Queue patch schema, spec.accountedResources)`, v(doc.spec?.accountedResources ?? []) ? [] : ajvErrors(v));
     } else report(where, what, ["no schema in deploy/ for this kind"]);
   }
 }
 
+// ---- 5. the Grafana dashboard ----------------------------------------------------------------
+// Every metric a query uses must be one tally exports: a string literal in src/*.c that starts with
+// its name (the exposition is written by hand: "# HELP name ...", "name{label=...} %llu", or a
+// table of names). And every series of contract section 9 has a panel.
+const CONTRACT9 = ["tally_watch_events_total", "tally_watch_relists_total", "tally_watch_restarts_total",
+  "tally_watch_last_event_age_seconds", "tally_objects", "tally_gated_pods", "tally_ungates_total",
+  "tally_queue_accounted_used", "tally_queue_accounted_limit", "tally_queue_accounted_headroom",
+  "tally_queue_allocated", "tally_runs_pending", "tally_runtime_utilization", "tally_leader"];
+function exportedMetrics(dir) {
+  const names = new Set();
+  const walk = (d) => {
+    for (const ent of fs.readdirSync(d, { withFileTypes: true })) {
+      const f = path.join(d, ent.name);
+      if (ent.isDirectory()) walk(f);
+      else if (ent.name.endsWith(".c"))
+        for (const m of fs.readFileSync(f, "utf8").matchAll(/"(?:# (?:HELP|TYPE) )?(tally_[a-z0-9_]+)/g)) names.add(m[1]);
+    }
+  };
+  walk(dir);
+  return names;
+}
+function checkDashboard(file, exported) {
+  const e = [];
+  let d;
+  try { d = JSON.parse(fs.readFileSync(file, "utf8")); } catch (err) { return [`not JSON: ${err.message}`]; }
+  if (typeof d.schemaVersion !== "number" || d.schemaVersion < 36) e.push(`schemaVersion ${d.schemaVersion}: want 36 or newer (Grafana 9+)`);
+  for (const k of ["uid", "title"]) if (typeof d[k] !== "string" || !d[k]) e.push(`${k}: required`);
+  const vars = d.templating?.list ?? [];
+  const dsVar = vars.find((v) => v.type === "datasource" && v.query === "prometheus");
+  if (!dsVar) { e.push("templating: no datasource variable of type prometheus"); return e; }
+  const dsRef = (ds) => ds?.type === "prometheus" && [`\${${dsVar.name}}`, `$${dsVar.name}`].includes(ds?.uid);
+  const used = new Set();
+  const exprMetrics = (expr, at) => {
+    if (typeof expr !== "string" || !expr.trim()) { e.push(`${at}: empty query`); return; }
+    for (const m of expr.matchAll(/\btally_[a-z0-9_]+/g)) {
+      used.add(m[0]);
+      if (!exported.has(m[0])) e.push(`${at}: ${m[0]} is not a metric tally exports (no "${m[0]}" string in src/)`);
+    }
+  };
+  for (const v of vars.filter((v) => v.type === "query")) {
+    if (!dsRef(v.datasource)) e.push(`variable ${v.name}: datasource must be the \${${dsVar.name}} variable`);
+    exprMetrics(typeof v.query === "string" ? v.query : v.query?.query, `variable ${v.name}`);
+  }
+  const panels = (d.panels ?? []).flatMap((p) => [p, ...(p.panels ?? [])]);
+  const ids = new Set();
+  for (const p of panels) {
+    const at = `panel ${p.id} "${p.title}"`;
+    if (ids.has(p.id)) e.push(`${at}: duplicate id`); ids.add(p.id);
+    const g = p.gridPos ?? {};
+    if (![g.x, g.y, g.w, g.h].every(Number.isInteger) || g.w < 1 || g.x < 0 || g.x + g.w > 24) e.push(`${at}: gridPos must fit the 24 columns`);
+    if (p.type === "row") continue;
+    if (!dsRef(p.datasource)) e.push(`${at}: datasource must be the \${${dsVar.name}} variable`);
+    const refs = new Set();
+    if (!(p.targets ?? []).length) e.push(`${at}: no queries`);
+    for (const t of p.targets ?? []) {
+      if (refs.has(t.refId)) e.push(`${at}: duplicate refId ${t.refId}`); refs.add(t.refId);
+      if (t.datasource && !dsRef(t.datasource)) e.push(`${at} ${t.refId}: datasource must be the \${${dsVar.name}} variable`);
+      exprMetrics(t.expr, `${at} ${t.refId}`);
+    }
+  }
+  for (const m of CONTRACT9) if (!used.has(m)) e.push(`no panel shows ${m} (contract section 9)`);
+  return e;
+}
+if (deployDir) {
+  const exported = exportedMetrics(path.join(here, "../../src"));
+  for (const f of fs.readdirSync(deployDir).filter((f) => /dashboard.*\.json$/.test(f)).sort())
+    report(rel(path.join(deployDir, f)), "Grafana dashboard (shape; every metric tally exports)", checkDashboard(path.join(deployDir, f), exported));
+}
+
 console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+if (batchArgv) globalThis.validateExitCode = failed ? 1 : 0;
+else process.exit(failed ? 1 : 0);
