@@ -66,6 +66,12 @@ soak:
 	@TALLY_PROPERTY_CASES=$${TALLY_PROPERTY_CASES:-20000} ./$(BUILD)/test_invariants
 	@echo "== live ledger soak: 10^6 random watch events, each checked against a recomputation (docs/live.md) =="
 	@TALLY_LIVE_EVENTS=$${TALLY_LIVE_EVENTS:-1000000} ./$(BUILD)/test_live
+	@cmake --build $(BUILD) -j $(JOBS) --target tally
+	@echo "== live multi-replica soak: $${LIVE_ROUNDS:-1000} rounds of failover and of each reservation race (docs/controllers.md) =="
+	@python3 tests/live/failover.py $(BUILD)/tally --rounds $${LIVE_ROUNDS:-1000}
+	@for mode in upsizes claims; do for n in 2 3; do \
+	  python3 tests/live/reserve_race.py $(BUILD)/tally --mode $$mode --replicas $$n --rounds $${LIVE_ROUNDS:-1000} --faults || exit 1; \
+	done; done
 
 install: build
 	@cmake --install $(BUILD) --prefix /usr/local

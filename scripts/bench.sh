@@ -317,3 +317,10 @@ fi
 if [ "${BENCH_WEBHOOK:-1}" != 0 ]; then
   scripts/bench-webhook.sh
 fi
+
+# ---- The live mode (issues 13 and 14): events/s, instructions per event, webhook latency on the
+# live state, initial sync, create-to-ungate latency and gating decisions (scripts/bench-live.sh).
+# BENCH_LIVE=0 skips it.
+if [ "${BENCH_LIVE:-1}" != 0 ]; then
+  scripts/bench-live.sh
+fi

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The slower checks of `make ci-extra` (contract section 1): the unit suite
-# under valgrind memcheck, each libFuzzer target for a short run, and the
-# HTML report in headless Chromium (tests/browser/report.sh).
+# under valgrind memcheck, each libFuzzer target for a short run, the HTML
+# report in headless Chromium (tests/browser/report.sh), the test API server
+# against every kubectl on the machine, and the live mode's multi-replica
+# rounds: failover of the lease holder and over-admission across replicas
+# (docs/controllers.md). LIVE_ROUNDS sets the rounds (default 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
@@ -37,5 +40,18 @@ scripts/deps.sh browser
 cmake -S . -B build >/dev/null
 cmake --build build -j "$JOBS" --target tally >/dev/null
 bash tests/browser/report.sh build/tally
+
+echo "== the test API server against every kubectl (scripts/kubectl-matrix.sh) =="
+scripts/kubectl-matrix.sh
+
+ROUNDS=${LIVE_ROUNDS:-100}
+echo "== failover: $ROUNDS rounds of killing the lease holder (2s / 1.5s / 0.2s) =="
+python3 tests/live/failover.py build/tally --rounds "$ROUNDS"
+echo "== reservations across replicas: $ROUNDS rounds each, 2 and 3 replicas, relists and leader changes =="
+for mode in upsizes claims; do
+  for n in 2 3; do
+    python3 tests/live/reserve_race.py build/tally --mode "$mode" --replicas "$n" --rounds "$ROUNDS" --faults
+  done
+done
 
 echo "ci-extra: all passed"

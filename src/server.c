@@ -782,8 +782,14 @@ static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, requ
                               tly_endpoint_path(rq->ep), rq->ep == TLY_EP_MUTATE_PODS ? "gating" : "runs");
         }
     } else {
-        rc = tly_admit_review_ledger(st->store, ledger, rq->body ? rq->body : "", rq->len, &res, err,
-                                     sizeof err);
+        /* A live source may decide resizes itself (reservations shared by every replica). */
+        rc = rq->ep == TLY_EP_PODS_RESIZE && srv->has_source && srv->source.decide
+                 ? srv->source.decide(srv->source.ctx, rq->ep, st->store, rq->body ? rq->body : "",
+                                      rq->len, &res, err, sizeof err)
+                 : TLY_ENOENT;
+        if (rc == TLY_ENOENT)
+            rc = tly_admit_review_ledger(st->store, ledger, rq->body ? rq->body : "", rq->len, &res, err,
+                                         sizeof err);
     }
     state_release(st);
     if (rc != 0) {

@@ -42,6 +42,8 @@ typedef struct {
     /* Whether decisions may be made (the reflectors are synced). */
     bool (*ready)(void *ctx);
     void *ready_ctx;
+    /* Where admitted claims are held for every replica (resv.h); NULL: this replica only. */
+    struct tly_resv *resv;
     void (*log)(void *ctx, int level, const char *event, const char *const *kv, size_t nkv);
     void *log_ctx;
 } tly_ctrl_options;

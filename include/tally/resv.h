@@ -30,6 +30,15 @@
 ** share it). A relist or a restart therefore never drops a hold a decision
 ** relies on; the ConfigMap outlives every replica.
 **
+** Evidence is one replica's: a hold released because replica A's state
+** shows the pod resized is charged by A's state, not yet by a replica B
+** whose watch is behind. So each entry carries a watermark, `seen`: the
+** newest resourceVersion of the kind (pods, Runs) of any state that
+** released a hold from it. A decision is made on a fork taken inside the
+** transaction that has seen at least that far (tly_resv_fork waits for the
+** watch to catch up, then denies); whatever a hold stopped counting, that
+** fork counts from the objects themselves.
+**
 ** Thread-safe: one mutex per replica serializes its transactions (their
 ** API round trip included).
 */
@@ -43,12 +52,15 @@
 
 #include "tally/admit.h"
 #include "tally/kube.h"
+#include "tally/live.h"
+#include "tally/node.h"
 #include "tally/store.h"
 
 typedef struct tly_resv tly_resv;
 
 typedef struct {
     tly_kube *kube;              /* not owned */
+    tly_live *live;              /* not owned: decisions take their forks from it (tly_resv_fork) */
     const char *ns, *name;       /* the ConfigMap; name NULL: "tally-reservations" */
     int64_t upsize_timeout_ms;   /* --reserve-upsizes' TIMEOUT; 0: upsizes are not reserved */
     void (*log)(void *ctx, int level, const char *event, const char *msg);
@@ -75,6 +87,21 @@ typedef int (*tly_resv_step)(void *ctx, const char *text, bool fresh, char **out
 ** writers won 8 attempts in a row, or the error of the read or write.
 */
 int tly_resv_run(tly_resv *r, const char *key, tly_resv_step step, void *ctx, char *err, size_t errlen);
+
+/*
+** An entry's text: {"seen": "N", "holds": [ ...one JSON object per line... ]}
+** (lines sorted, so equal tables are equal text); "" for none. The parse
+** returns the holds array (NULL when absent or unreadable) and the watermark.
+*/
+char *tly_resv_entry_text(uint64_t seen, char **lines, size_t n);
+const tly_node *tly_resv_entry_parse(const char *text, tly_arena *a, uint64_t *seen);
+
+/*
+** A fork of the live state that has seen the kind at least up to min_seen,
+** waiting up to 5 s for the watch to get there; NULL (err says why) if it
+** does not. The caller destroys it.
+*/
+tly_store *tly_resv_fork(tly_resv *r, int kind, uint64_t min_seen, char *err, size_t errlen);
 
 /*
 ** /validate/pods-resize with shared upsize reservations (upsize.h's rules on

@@ -31,6 +31,8 @@
 #include "tally/ctrl.h"
 #include "tally/error.h"
 #include "tally/lease.h"
+#include "tally/metrics.h"
+#include "tally/resv.h"
 #include "tally/live.h"
 #include "tally/queues.h"
 #include "tally/reflector.h"
@@ -145,6 +147,7 @@ typedef struct {
     tly_reflectors *refl;
     tly_lease *lease;
     tly_ctrl *ctrl;
+    tly_resv *resv;              /* holds shared by every replica; NULL with none to hold */
     tly_server *srv;
     long stale_ms;
 } live_mode;
@@ -169,6 +172,10 @@ static void live_metrics(void *ctx, FILE *out)
     tly_reflectors_metrics(m->refl, out);
     if (m->ctrl)
         tly_ctrl_metrics(m->ctrl, out);
+    else if (live_synced(m))
+        tly_ctrl_queue_metrics(m->live, out);
+    if (m->resv)
+        tly_resv_metrics(m->resv, out);
     if (m->lease)
         fprintf(out, "# HELP tally_leader Whether this replica holds the lease (1) or not (0).\n"
                      "# TYPE tally_leader gauge\ntally_leader %d\n",
@@ -179,6 +186,13 @@ static int live_decide(void *ctx, int endpoint, const tly_store *state, const ch
                        tly_admit_result *res, char *err, size_t errlen)
 {
     live_mode *m = ctx;
+    if (endpoint == TLY_EP_PODS_RESIZE) {
+        if (!m->resv || tly_resv_upsize_timeout(m->resv) <= 0)
+            return TLY_ENOENT;  /* decided by the server as on files */
+        int rc = tly_resv_upsize_review(m->resv, state, body, len, res, err, errlen);
+        tly_metrics_reservations(tly_server_metrics(m->srv), tly_resv_count(m->resv, "upsizes"));
+        return rc;
+    }
     return m->ctrl ? tly_ctrl_decide(m->ctrl, endpoint, state, body, len, res, err, errlen) : TLY_ENOENT;
 }
 
@@ -201,10 +215,21 @@ static void ctrl_log(void *ctx, int level, const char *event, const char *const 
     tly_server_log(((live_mode *)ctx)->srv, level, event, kv, nkv);
 }
 
+/*
+** Whether holds go to the shared table (resv.h). TALLY_TEST_LOCAL_RESERVATIONS=1 keeps them per
+** replica, the design before it, so that tests/live/reserve_race.py can show what it prevents.
+*/
+static bool share_holds(void)
+{
+    const char *v = getenv("TALLY_TEST_LOCAL_RESERVATIONS");
+    return !v || strcmp(v, "1") != 0;
+}
+
 /* Starts the reflectors, the election and the controllers; the live state is the server's source. */
 static int start_live(live_mode *m, tly_server *srv, const tly_cmd_live *lv, const live_flags *f,
-                      bool reserve)
+                      int64_t reserve_ms)
 {
+    bool reserve = reserve_ms > 0;
     tly_kube *k;
     if (tly_cmd_live_connect("serve", lv, &k))
         return 1;
@@ -217,9 +242,23 @@ static int start_live(live_mode *m, tly_server *srv, const tly_cmd_live *lv, con
                                  .recheck_ms = (long)f->recheck_ms, .log = live_log, .log_ctx = m};
     m->refl = tly_reflectors_start(&ro);
     bool elect = f->leader_elect > 0 || (f->leader_elect < 0 && (f->controllers || reserve));
+    const char *ns = f->lease_ns ? f->lease_ns : tly_kube_config_namespace(tly_kube_config_of(k));
+    if (!ns)
+        ns = "default";
+    if (share_holds() && (reserve || (f->controllers & TLY_CTRL_RUNS))) {
+        char name[300];
+        snprintf(name, sizeof name, "%s-reservations", f->lease_name);
+        tly_resv_options so = {.kube = k, .live = m->live, .ns = ns, .name = name, .upsize_timeout_ms = reserve_ms,
+                               .log = lease_log, .log_ctx = m};
+        m->resv = tly_resv_create(&so);
+        char where[400];
+        snprintf(where, sizeof where, "configmap %s/%s", ns, name);
+        const char *kv[] = {"table", where, "upsizes", reserve ? "on" : "off",
+                            "claims", (f->controllers & TLY_CTRL_RUNS) ? "on" : "off"};
+        tly_server_log(srv, TLY_LOG_INFO, "reservations-shared", kv, 3);
+    }
     if (elect) {
-        const char *ns = f->lease_ns ? f->lease_ns : tly_kube_config_namespace(tly_kube_config_of(k));
-        tly_lease_options eo = {.kube = k, .ns = ns ? ns : "default", .name = f->lease_name,
+        tly_lease_options eo = {.kube = k, .ns = ns, .name = f->lease_name,
                                 .duration_ms = (long)f->lease_ms, .renew_deadline_ms = (long)f->renew_ms,
                                 .retry_ms = (long)f->retry_ms, .log = lease_log, .log_ctx = m};
         m->lease = tly_lease_start(&eo);
@@ -228,7 +267,7 @@ static int start_live(live_mode *m, tly_server *srv, const tly_cmd_live *lv, con
         tly_ctrl_options co = {.kube = k, .live = m->live, .lease = m->lease,
                                .controllers = (unsigned)f->controllers,
                                .reservation_timeout_ms = (long)f->reservation_ms, .ready = live_synced,
-                               .ready_ctx = m, .log = ctrl_log, .log_ctx = m};
+                               .ready_ctx = m, .resv = m->resv, .log = ctrl_log, .log_ctx = m};
         m->ctrl = tly_ctrl_start(&co);
     }
     tly_server_source src = {m, live_acquire, live_ready, live_metrics, live_decide};
@@ -241,6 +280,7 @@ static void stop_live(live_mode *m)
     tly_ctrl_stop(m->ctrl);        /* no write after this */
     tly_lease_stop(m->lease);      /* a leader gives its Lease up */
     tly_reflectors_stop(m->refl);
+    tly_resv_destroy(m->resv);     /* after the server stopped: no review in flight */
     tly_live_destroy(m->live);
     tly_kube_destroy(m->kube);
 }
@@ -410,6 +450,10 @@ int tly_cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* In live mode the shared table holds upsize reservations (start_live), not the server. */
+    int64_t reserve_ms = cfg.reserve_upsizes_ms;
+    if (lv.set && share_holds())
+        cfg.reserve_upsizes_ms = 0;
     char err[512];
     tly_server *srv = tly_server_create(&cfg, err, sizeof err);
     if (!srv) {
@@ -417,7 +461,7 @@ int tly_cmd_serve(int argc, char **argv)
         goto out;
     }
     if (lv.set) {
-        if (start_live(&lm, srv, &lv, &lf, cfg.reserve_upsizes_ms > 0)) {
+        if (start_live(&lm, srv, &lv, &lf, reserve_ms)) {
             tly_server_destroy(srv);
             goto out;
         }

@@ -111,20 +111,23 @@ static bool shown(const held *x, const tly_store *state)
     return !r || tly_run_phase_of(r) != TLY_RUN_SCHEDULED;
 }
 
-/* Drops the held claims the state now shows (or that are too old). */
-static void prune(tly_claims *c, const tly_store *state)
+/* Drops the held claims the state now shows (or that are too old); returns how many it showed. */
+static size_t prune(tly_claims *c, const tly_store *state)
 {
-    size_t k = 0;
+    size_t k = 0, by_state = 0;
     int64_t now = now_ms(c);
     for (size_t i = 0; i < c->n; i++) {
         held *x = &c->h[i];
-        if (shown(x, state) || now - x->at_ms > HOLD_MS) {
+        bool seen = shown(x, state);
+        by_state += seen;
+        if (seen || now - x->at_ms > HOLD_MS) {
             held_free(x);
             continue;
         }
         c->h[k++] = *x;
     }
     c->n = k;
+    return by_state;
 }
 
 /* The Run's request in the state's resource ids; NULL name in *bad when valid. */
@@ -269,27 +272,15 @@ static char *encode_one(const held *x, tly_names *names)
     return tly_jbuf_close(&b);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* The held claims as the entry's text: a JSON array, one per line, sorted. */
-static char *encode_all(tly_claims *c, tly_names *names)
+/* The held claims as the entry's text (resv.h). */
+static char *encode_all(tly_claims *c, tly_names *names, uint64_t seen)
 {
-    if (!c->n)
-        return tly_xstrdup("");
-    char **v = tly_xmalloc(c->n * sizeof *v);
-    size_t len = 3;
-    for (size_t i = 0; i < c->n; i++) {
+    char **v = tly_xmalloc((c->n + 1) * sizeof *v);
+    for (size_t i = 0; i < c->n; i++)
         v[i] = encode_one(&c->h[i], names);
-        len += strlen(v[i]) + 2;
-    }
-    qsort(v, c->n, sizeof *v, cmp_str);
-    char *out = tly_xmalloc(len + 1), *p = out;
-    *p++ = '[';
-    for (size_t i = 0; i < c->n; i++) {
-        p += sprintf(p, "\n%s%s", v[i], i + 1 < c->n ? "," : "");
+    char *out = tly_resv_entry_text(seen, v, c->n);
+    for (size_t i = 0; i < c->n; i++)
         free(v[i]);
-    }
-    strcpy(p, "\n]");
     free(v);
     return out;
 }
@@ -322,40 +313,52 @@ static bool load_one(tly_claims *c, const tly_node *o, tly_names *names)
 }
 
 /* The held claims from the entry's text; one that does not read is left out (the next write forgets it). */
-static void load_all(tly_claims *c, const char *text, tly_names *names)
+static void load_all(tly_claims *c, const char *text, tly_names *names, uint64_t *seen)
 {
     clear(c);
-    if (!*text)
-        return;
     tly_arena *a = tly_arena_create(strlen(text) + 1024);
-    const tly_node *arr = tly_parse_value(text, strlen(text), a);
-    for (uint32_t i = 0; arr && arr->type == TLY_N_SEQ && i < arr->nkids; i++)
-        (void)load_one(c, tly_node_at(arr, i), names);
+    const tly_node *holds = tly_resv_entry_parse(text, a, seen);
+    for (uint32_t i = 0; holds && i < holds->nkids; i++)
+        (void)load_one(c, tly_node_at(holds, i), names);
     tly_arena_destroy(a);
 }
 
 typedef struct {
     tly_claims *c;
-    tly_store *state;
+    tly_store *fork;         /* this attempt's (resv.h tly_resv_fork) */
     const tly_run *run;
     const char *rv;
     bool dry, decided;
     tly_arena *a;
     char *why;
+    char lag[512];           /* why no fork could be had, or "" */
 } claim_txn;
 
 static int claim_step(void *ctx, const char *text, bool fresh, char **out)
 {
     claim_txn *t = ctx;
-    tly_names *names = tly_store_names(t->state);
     free(t->why);
-    load_all(t->c, text, names);
-    prune(t->c, t->state);
+    t->why = NULL;
+    t->decided = false;
+    tly_store_destroy(t->fork);
+    uint64_t seen;
+    /* The names are the live state's, shared by every fork. */
+    tly_store *probe = tly_resv_fork(t->c->shared, TLY_K_RUN, 0, t->lag, sizeof t->lag);
+    load_all(t->c, text, tly_store_names(probe), &seen);
+    tly_store_destroy(probe);
+    t->fork = tly_resv_fork(t->c->shared, TLY_K_RUN, seen, t->lag, sizeof t->lag);
+    if (!t->fork)
+        return TLY_RESV_DONE;
+    tly_names *names = tly_store_names(t->fork);
+    if (prune(t->c, t->fork)) {
+        uint64_t mine = tly_store_seen_rv(t->fork, TLY_K_RUN);
+        seen = mine > seen ? mine : seen;
+    }
     size_t holds = t->c->n;
-    char *before = encode_all(t->c, names);
-    t->why = decide_claim(t->c, t->state, t->run, t->rv, t->dry, t->a);
+    char *before = encode_all(t->c, names, seen);
+    t->why = decide_claim(t->c, t->fork, t->run, t->rv, t->dry, t->a);
     t->decided = true;
-    char *after = encode_all(t->c, names);
+    char *after = encode_all(t->c, names, seen);
     int s = TLY_RESV_DONE;
     if (t->why && !fresh && holds) {
         s = TLY_RESV_FRESH;
@@ -370,13 +373,15 @@ static int claim_step(void *ctx, const char *text, bool fresh, char **out)
 }
 
 /* The decision with the held claims of every replica; NULL when it fits, else why not. */
-static char *decide_shared(tly_claims *c, tly_store *state, const tly_run *run, const char *rv, bool dry,
-                           tly_arena *a)
+static char *decide_shared(tly_claims *c, const tly_run *run, const char *rv, bool dry, tly_arena *a)
 {
-    claim_txn t = {.c = c, .state = state, .run = run, .rv = rv, .dry = dry, .a = a};
+    claim_txn t = {.c = c, .run = run, .rv = rv, .dry = dry, .a = a};
     char err[512];
     int rc = tly_resv_run(c->shared, "claims", claim_step, &t, err, sizeof err);
-    if (rc == TLY_OK)
+    tly_store_destroy(t.fork);
+    if (rc == TLY_OK && !t.decided)
+        snprintf(err, sizeof err, "%s", t.lag);
+    if (rc == TLY_OK && t.decided)
         return t.why;
     free(t.why);
     return tly_xasprintf("claim of Run %s/%s refused: tally could not record it with the claims of the other "
@@ -430,7 +435,7 @@ int tly_claims_review(tly_claims *c, const tly_store *state, const char *body, s
         pthread_mutex_lock(&c->mu);
         char *why;
         if (c->shared) {
-            why = decide_shared(c, (tly_store *)state, neu, rv, res->dry_run, a);
+            why = decide_shared(c, neu, rv, res->dry_run, a);
         } else {
             prune(c, state);
             why = decide_claim(c, (tly_store *)state, neu, rv, res->dry_run, a);

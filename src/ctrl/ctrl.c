@@ -109,6 +109,8 @@ tly_ctrl *tly_ctrl_start(const tly_ctrl_options *o)
     if (c->o.controllers & TLY_CTRL_RUNS) {
         c->runs = tly_runctl_create(o->kube, o->log, o->log_ctx);
         c->claims = tly_claims_create();
+        if (o->resv)
+            tly_claims_share(c->claims, o->resv);
     }
     if (c->o.controllers & TLY_CTRL_STATUS)
         c->status = tly_statusctl_create(o->kube, o->log, o->log_ctx);

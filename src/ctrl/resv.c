@@ -97,13 +97,62 @@ static void logmsg(tly_resv *r, int level, const char *event, const char *msg)
         r->o.log(r->o.log_ctx, level, event, msg);
 }
 
-/* Entries in one entry's text: its objects, one per line. */
+/* Holds in one entry's text: one per line, each line an object. */
 static size_t count_lines(const char *text)
 {
     size_t n = 0;
-    for (const char *p = text; p && *p; p++)
-        n += *p == '{' && (p == text || p[-1] == '\n' || p[-1] == '[');
+    for (const char *p = text; p && (p = strstr(p, "\n{")); p += 2)
+        n++;
     return n;
+}
+
+static int cmp_line(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+char *tly_resv_entry_text(uint64_t seen, char **lines, size_t n)
+{
+    if (!n)
+        return tly_xstrdup("");
+    qsort(lines, n, sizeof *lines, cmp_line);
+    size_t len = 64;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(lines[i]) + 2;
+    char *out = tly_xmalloc(len), *p = out;
+    p += sprintf(p, "{\"seen\":\"%llu\",\"holds\":[", (unsigned long long)seen);
+    for (size_t i = 0; i < n; i++)
+        p += sprintf(p, "\n%s%s", lines[i], i + 1 < n ? "," : "");
+    strcpy(p, "\n]}");
+    return out;
+}
+
+const tly_node *tly_resv_entry_parse(const char *text, tly_arena *a, uint64_t *seen)
+{
+    *seen = 0;
+    if (!text || !*text)
+        return NULL;
+    const tly_node *o = tly_parse_value(text, strlen(text), a);
+    const tly_node *s = o && o->type == TLY_N_MAP ? tly_node_get(o, "seen") : NULL;
+    const tly_node *h = o && o->type == TLY_N_MAP ? tly_node_get(o, "holds") : NULL;
+    if (s && s->type == TLY_N_STRING)
+        *seen = tly_rv_number(s->str);
+    return h && h->type == TLY_N_SEQ ? h : NULL;
+}
+
+tly_store *tly_resv_fork(tly_resv *r, int kind, uint64_t min_seen, char *err, size_t errlen)
+{
+    uint64_t v = tly_live_version(r->o.live);
+    for (int waited = 0;; waited += 50) {
+        tly_store *f = tly_live_fork(r->o.live);
+        uint64_t seen = tly_store_seen_rv(f, kind);
+        if (seen >= min_seen)
+            return f;
+        tly_store_destroy(f);
+        if (waited >= 5000) {
+            snprintf(err, errlen, "this replica's watch is behind the reservations (it has seen resourceVersion "
+                     "%llu, another replica %llu)", (unsigned long long)seen, (unsigned long long)min_seen);
+            return NULL;
+        }
+        v = tly_live_wait(r->o.live, v, 50);
+    }
 }
 
 /* Takes the copy the server sent (a ConfigMap), or, for 404, an empty table. */

@@ -2,13 +2,14 @@
 ** upsizes.c: /validate/pods-resize with upsize reservations shared by every
 ** replica (resv.h tly_resv_upsize_review).
 **
-** Each attempt of the transaction rebuilds upsize.h's ledger from the
-** table's "upsizes" entry, drops what the decision's state shows settled
-** (upsize.h: by resourceVersion, so a lagging state keeps a hold), decides
-** the review with that ledger exactly as one replica does with its own,
-** and asks for a write when the decision added or changed a hold. The
-** ledger's clock is the wall clock, so a hold's age means the same on every
-** replica.
+** Each attempt of the transaction takes a fork of the live state that has
+** seen pods at least as far as the entry's watermark, rebuilds upsize.h's
+** ledger from the entry's holds, drops what that fork shows settled
+** (upsize.h: by resourceVersion, so a lagging fork keeps a hold; a drop
+** raises the watermark to the fork's), decides the review with that ledger
+** exactly as one replica does with its own, and asks for a write when the
+** decision added or changed a hold. The ledger's clock is the wall clock,
+** so a hold's age means the same on every replica.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,8 @@
 typedef struct {
     tly_resv *r;
     int64_t timeout_ms;
-    const tly_store *state;
+    const tly_store *state;  /* the server's fork: only to answer a review no fork could decide */
+    tly_store *fork;         /* this attempt's */
     const char *body;
     size_t len;
     tly_admit_result res;
@@ -30,6 +32,7 @@ typedef struct {
     int rc;              /* of the decision itself (TLY_EINVAL: a bad review) */
     char *err;
     size_t errlen;
+    char why[512];       /* why no fork could be had, or "" */
 } txn;
 
 typedef struct {
@@ -49,43 +52,27 @@ static void add_line(void *ctx, const char *ns, const char *name, const char *va
     l->v[l->n++] = tly_xstrdup(value);
 }
 
-static int cmp_line(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* The ledger as the entry's text: a JSON array, one reservation per line, sorted (by namespace, name). */
-static char *text_of(tly_upsize *u)
+/* The ledger as the entry's text. */
+static char *text_of(tly_upsize *u, uint64_t seen)
 {
     lines l = {0};
     tly_upsize_each(u, add_line, &l);
-    if (!l.n) {
-        free(l.v);
-        return tly_xstrdup("");
-    }
-    qsort(l.v, l.n, sizeof *l.v, cmp_line);
-    size_t len = 3;
+    char *out = tly_resv_entry_text(seen, l.v, l.n);
     for (size_t i = 0; i < l.n; i++)
-        len += strlen(l.v[i]) + 2;
-    char *out = tly_xmalloc(len + 1), *p = out;
-    *p++ = '[';
-    for (size_t i = 0; i < l.n; i++) {
-        p += sprintf(p, "\n%s%s", l.v[i], i + 1 < l.n ? "," : "");
         free(l.v[i]);
-    }
-    strcpy(p, "\n]");
     free(l.v);
     return out;
 }
 
-/* The ledger from the entry's text; an entry that does not read is dropped (the next write forgets it). */
-static tly_upsize *ledger_of(const char *text, int64_t timeout_ms)
+/* The ledger from the entry's text; a hold that does not read is dropped (the next write forgets it). */
+static tly_upsize *ledger_of(const char *text, int64_t timeout_ms, uint64_t *seen)
 {
     tly_upsize *u = tly_upsize_create(timeout_ms, tly_upsize_wall_ms, NULL);
-    if (!*text)
-        return u;
     tly_arena *a = tly_arena_create(strlen(text) + 1024);
-    const tly_node *arr = tly_parse_value(text, strlen(text), a);
+    const tly_node *holds = tly_resv_entry_parse(text, a, seen);
     char err[256];
-    for (uint32_t i = 0; arr && arr->type == TLY_N_SEQ && i < arr->nkids; i++)
-        (void)tly_upsize_decode(u, tly_node_at(arr, i), err, sizeof err);
+    for (uint32_t i = 0; holds && i < holds->nkids; i++)
+        (void)tly_upsize_decode(u, tly_node_at(holds, i), err, sizeof err);
     tly_arena_destroy(a);
     return u;
 }
@@ -96,16 +83,28 @@ static int step(void *ctx, const char *text, bool fresh, char **out)
     if (t->decided)
         tly_admit_result_free(&t->res);
     t->decided = false;
-    tly_upsize *u = ledger_of(text, t->timeout_ms);
-    tly_upsize_reconcile(u, t->state, NULL);
-    char *before = text_of(u);
-    t->rc = tly_admit_review_ledger(t->state, tly_upsize_ledger(u), t->body, t->len, &t->res, t->err,
+    tly_store_destroy(t->fork);
+    uint64_t seen;
+    tly_upsize *u = ledger_of(text, t->timeout_ms, &seen);
+    t->fork = tly_resv_fork(t->r, TLY_K_POD, seen, t->why, sizeof t->why);
+    if (!t->fork) {
+        tly_upsize_destroy(u);
+        return TLY_RESV_DONE;  /* answered as a denial by the caller */
+    }
+    tly_upsize_released rel;
+    tly_upsize_reconcile(u, t->fork, &rel);
+    if (rel.enacted + rel.reverted + rel.infeasible + rel.gone > 0) {
+        uint64_t mine = tly_store_seen_rv(t->fork, TLY_K_POD);
+        seen = mine > seen ? mine : seen;
+    }
+    char *before = text_of(u, seen);
+    t->rc = tly_admit_review_ledger(t->fork, tly_upsize_ledger(u), t->body, t->len, &t->res, t->err,
                                     t->errlen);
     int s = TLY_RESV_DONE;
     if (t->rc == TLY_OK) {
         t->decided = true;
-        char *after = text_of(u);
-        if (!t->res.allowed && !fresh && *before) {
+        char *after = text_of(u, seen);
+        if (!t->res.allowed && !fresh && tly_upsize_count(u)) {
             s = TLY_RESV_FRESH;  /* denied with holds from a copy that may be stale: once more, fresh */
         } else if (strcmp(before, after) != 0) {
             s = TLY_RESV_WRITE;
@@ -134,11 +133,15 @@ int tly_resv_upsize_review(tly_resv *r, const tly_store *state, const char *body
              .err = err, .errlen = errlen};
     char why[512];
     int rc = tly_resv_run(r, "upsizes", step, &t, why, sizeof why);
+    tly_store_destroy(t.fork);
+    if (rc == TLY_OK && !t.decided && t.why[0]) {
+        rc = TLY_ETIMEOUT;
+        snprintf(why, sizeof why, "%s", t.why);
+    }
     if (!t.decided && rc != TLY_OK) {
-        /* The table could not be read: decide without it only to answer the review, as a denial. */
-        char *unused = NULL;
-        step(&t, "", true, &unused);
-        free(unused);
+        /* No decision could be made with the holds: decide without them only to answer, as a denial. */
+        t.rc = tly_admit_review_ledger(state, NULL, body, len, &t.res, err, errlen);
+        t.decided = t.rc == TLY_OK;
     }
     if (!t.decided)
         return t.rc;

@@ -199,7 +199,7 @@ ok
 
 # The Reserved bucket expires: an admitted pod that never binds holds its queue only so long.
 kill "$PID_b"
-serve c --reservation-timeout 4s
+serve c --reservation-timeout 8s
 queue r1 1000 | k apply -f - >/dev/null
 pod r-first r1 1 '{name: kai.scheduler/queue-admission}' | k apply -f - >/dev/null
 until_gates r-first "" && ok || bad "r-first should be admitted"
@@ -207,7 +207,7 @@ until_gates r-first "" && ok || bad "r-first should be admitted"
 pod r-second r1 1 '{name: kai.scheduler/queue-admission}' | k apply -f - >/dev/null
 sleep 1
 [ "$(gates r-second)" = kai.scheduler/queue-admission ] && ok || bad "r-first's reservation should hold r-second back"
-for _ in $(seq 60); do [ "$(gates r-second)" = "" ] && break; sleep 0.1; done
+for _ in $(seq 150); do [ "$(gates r-second)" = "" ] && break; sleep 0.1; done
 [ "$(gates r-second)" = "" ] && ok || bad "after the reservation timeout r-second should be admitted"
 
 echo "gating.sh: $pass passed, $fail failed"

@@ -45,7 +45,7 @@ class Replica:
         cmd = [self.tally, "serve", "--listen", "127.0.0.1:%d" % self.port, "--tls-cert", self.h.crt,
                "--tls-key", self.h.key, "--kubeconfig", self.h.kubeconfig,
                "--lease-duration", "2s", "--renew-deadline", "1500ms", "--retry-period", "200ms",
-               "--watch-stale-after", "5s", "--log-level", "warn"] + self.args
+               "--watch-stale-after", "5s", "--log-level", os.environ.get("TALLY_RACE_LOG", "warn")] + self.args
         self.proc = subprocess.Popen(cmd, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, env=env)
 
     def ready(self, wait=20.0):
@@ -107,6 +107,7 @@ class Harness:
         self.ca = base64.b64encode(open(self.crt, "rb").read()).decode()
         self.c = self.srv.client()
         self.replicas = []
+        self.watched = "pods"
 
     def close(self):
         for r in self.replicas:
@@ -168,11 +169,18 @@ class Harness:
         if rnd % 10 == 0 and stage == "mid":
             self.srv.control("compact", {})
             return "relist"
+        if rnd % 10 == 3 and stage == "start":
+            self.stall(1.0)
+            return "stall"
         if rnd % 10 == 5 and stage == "mid":
             leader = self.leader() or self.replicas[0]
             leader.kill()
             return leader
         return None
+
+    def stall(self, seconds):
+        """The replicas' watches of the harness's resource deliver nothing for that long (watch lag)."""
+        self.srv.control("fault", {"action": "stall-watch", "resource": self.watched, "seconds": seconds})
 
     def restart(self, r):
         r.start()

@@ -30,6 +30,13 @@ import time
 from harness import PODS, RUNS, Harness, Replica, write
 
 
+def start_round(h, rnd):
+    if h.a.stall:
+        h.stall(h.a.stall)
+    else:
+        h.fault(rnd, "start")
+
+
 def upsize_mode(h):
     a = h.a
     P, H = a.pods, a.room
@@ -59,6 +66,7 @@ def upsize_mode(h):
     worst = 0
     for rnd in range(a.rounds):
         fns = [resize(i, "2") for i in range(P)]
+        start_round(h, rnd)
         mid = [None]
 
         def chaos():
@@ -98,6 +106,7 @@ def upsize_mode(h):
 def claim_mode(h):
     a = h.a
     N, C = a.pods, a.room
+    h.watched = "runs.kruntimes.io"
     h.start_replicas(["--controllers", "runs"])
     h.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
@@ -122,6 +131,7 @@ def claim_mode(h):
     stats = []
     worst = 0
     for rnd in range(a.rounds):
+        start_round(h, rnd)
         mid = [None]
 
         def chaos():
@@ -158,6 +168,7 @@ def main():
     p.add_argument("--pause", type=float, default=0.3, help="seconds between rounds")
     p.add_argument("--faults", action="store_true")
     p.add_argument("--local", action="store_true")
+    p.add_argument("--stall", type=float, default=0, help="stall the watches this long at every round's start")
     a = p.parse_args()
     h = Harness(a)
     t0 = time.time()

@@ -336,7 +336,10 @@ const GRANTS = {
   runs: [["kruntimes.io", "runs/status", "patch"]],
   status: [["scheduling.run.ai", "queues/status", "patch"], ["apiextensions.k8s.io", "customresourcedefinitions", "get", ["queues.scheduling.run.ai"]]],
   lease: [["coordination.k8s.io", "leases", "get"], ["coordination.k8s.io", "leases", "create"], ["coordination.k8s.io", "leases", "update"]],
+  // the holds every replica shares (docs/controllers.md "Reservations across replicas")
+  reservations: [["", "configmaps", "get", ["tally-reservations"]], ["", "configmaps", "create"], ["", "configmaps", "update", ["tally-reservations"]]],
 };
+const namespaced = (purpose) => purpose === "lease" || purpose === "reservations";
 const triples = (rule) => (rule.apiGroups ?? []).flatMap((g) => (rule.resources ?? []).flatMap((r) => (rule.verbs ?? []).map((v) => [g, r, v])));
 const purposesOf = ([g, r, v]) => Object.keys(GRANTS).filter((p) => GRANTS[p].some(([pg, pr, pv]) => pg === g && pr === r && pv === v));
 const rolePurposes = (role) => [...new Set((role?.rules ?? []).flatMap(triples).flatMap(purposesOf))];
@@ -348,7 +351,7 @@ function roleProblems(role) {
     for (const t of triples(rule)) {
       const ps = purposesOf(t);
       if (!ps.length) { e.push(`${at}: grants ${t[2]} on ${t[1]} (group "${t[0]}"), which tally never sends`); continue; }
-      if (ps.includes("lease") && role.kind !== "Role") e.push(`${at}: leases belong in a Role in tally's namespace, not a ${role.kind}`);
+      if (ps.some(namespaced) && role.kind !== "Role") e.push(`${at}: ${t[1]} belong in a Role in tally's namespace, not a ${role.kind}`);
       const names = GRANTS[ps[0]].find(([g, r, v]) => g === t[0] && r === t[1] && v === t[2])[3];
       if (names && !(rule.resourceNames?.length && rule.resourceNames.every((n) => names.includes(n))))
         e.push(`${at}: ${t[2]} on ${t[1]}: limit it to resourceNames [${names.join(", ")}]`);
@@ -450,23 +453,26 @@ function roleProblems(role) {
       if (saObj?.automountServiceAccountToken === false || pod.spec?.automountServiceAccountToken === false)
         e.push("--in-cluster needs the service account token mounted (automountServiceAccountToken must not be false)");
       const leaseNs = flags["lease-namespace"]?.[0] ?? ns, leaseName = flags["lease-name"]?.[0] ?? "tally";
-      const needed = ["reader", ...controllers, ...(elect ? ["lease"] : [])];
+      const shared = controllers.includes("runs") || "reserve-upsizes" in flags;
+      const needed = ["reader", ...controllers, ...(elect ? ["lease"] : []), ...(shared ? ["reservations"] : [])];
       // rules in effect: cluster-wide ones from ClusterRoleBindings; the Lease's from RoleBindings in its namespace
-      const effective = (purpose) => bound.filter((b) => purpose === "lease" ? !b.clusterWide && b.ns === leaseNs : b.clusterWide)
+      const effective = (purpose) => bound.filter((b) => namespaced(purpose) ? !b.clusterWide && b.ns === leaseNs : b.clusterWide)
         .flatMap((b) => b.role?.rules ?? []);
       const covers = (rules, [g, r, v, names], name) => rules.some((x) => (x.apiGroups ?? []).includes(g) &&
         (x.resources ?? []).includes(r) && (x.verbs ?? []).includes(v) &&
         (!x.resourceNames?.length || (name ?? names?.[0]) !== undefined && x.resourceNames.includes(name ?? names[0])));
       for (const purpose of needed) for (const grant of GRANTS[purpose]) {
         const [g, r, v] = grant;
-        if (covers(effective(purpose), grant, purpose === "lease" && v !== "create" ? leaseName : undefined)) continue;
+        const name = v === "create" ? undefined : purpose === "lease" ? leaseName : purpose === "reservations" ? `${leaseName}-reservations` : undefined;
+        if (covers(effective(purpose), grant, name)) continue;
         if (purpose === "reader") {
           if (v === "list") e.push(`--in-cluster: no cluster-wide list and watch of ${r} (group "${g}") for ServiceAccount ${sa}`);
         } else if (purpose === "lease") e.push(`--leader-elect: ServiceAccount ${sa} may not ${v} lease ${leaseNs}/${leaseName} (a Role and RoleBinding in ${leaseNs})`);
+        else if (purpose === "reservations") e.push(`shared reservations (--controllers runs, --reserve-upsizes): ServiceAccount ${sa} may not ${v} configmap ${leaseNs}/${leaseName}-reservations (a Role and RoleBinding in ${leaseNs})`);
         else e.push(`--controllers ${purpose}: ServiceAccount ${sa} may not ${v} ${r} (group "${g}") cluster-wide`);
       }
       for (const b of bound) for (const purpose of rolePurposes(b.role))
-        if (!needed.includes(purpose)) e.push(`${b.binding.kind} ${b.binding.metadata.name}: grants what ${purpose === "lease" ? "--leader-elect" : "--controllers " + purpose} needs, which the Deployment does not run`);
+        if (!needed.includes(purpose)) e.push(`${b.binding.kind} ${b.binding.metadata.name}: grants what ${purpose === "lease" ? "--leader-elect" : purpose === "reservations" ? "shared reservations" : "--controllers " + purpose} needs, which the Deployment does not run`);
     }
   }
   for (const r of [...ofKind("Role"), ...ofKind("ClusterRole")]) e.push(...roleProblems(r));
