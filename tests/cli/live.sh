@@ -208,6 +208,9 @@ done
 [ $allowed = yes ] && ok || bad "a raised limit did not reach the live state"
 
 metric() { curl -s --cacert "$tmp/tls.crt" "$S/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+# The queue gauges come from the live ledger without any controller (docs/controllers.md).
+curl -s --cacert "$tmp/tls.crt" "$S/metrics" | grep -q '^tally_queue_allocated{queue="' && ok \
+  || bad "no tally_queue_allocated without --controllers"
 # A watch cut in the middle of an event: restarted, nothing lost.
 control fault '{"action":"drop-watch","resource":"pods","count":1,"after_events":0}'
 kubectl --kubeconfig "$KC" run live-probe --image=x --restart=Never >/dev/null 2>&1
