@@ -8,14 +8,76 @@
 #   3. webhook decision latency on the live state: p50/p99 of pods/resize decisions at a fixed
 #      1,000 reviews/s with no events, then while 10,000 events/s stream in (bench-live --webhook);
 #   4. initial sync: `tally serve --kubeconfig` against the test API server (tests/kube/) holding
-#      100,000 pods (tally-gen), until /readyz is 200; tally's CPU against the server's.
+#      100,000 pods (tally-gen), until /readyz is 200; tally's CPU against the server's;
+#   5. gating (issue 14): the gating controller's cycle on a 5,000-node live state with a backlog of
+#      gated pods, most held (bench-gating: ms per cycle, workloads decided per second, and under
+#      callgrind instructions per decided workload against a 100-pod backlog and against a quarter of
+#      the running pods), then create -> ungate latency end to end against the test API server at
+#      1,000 pods/s with the server's own write rate as the bound (bench/ungate_latency.py).
+# BENCH_LIVE_ONLY=gating runs section 5 alone.
 # Wall-clock figures move with whatever else the machine runs; the instruction counts do not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${BENCH_OUT:-build-bench/data}
 mkdir -p "$OUT"
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTALLY_TESTS=OFF >/dev/null
-cmake --build build-bench -j 2 --target tally tally-gen bench-live >/dev/null
+cmake --build build-bench -j 2 --target tally tally-gen bench-live bench-gating >/dev/null
+
+# Instructions of the cycles alone (bench-gating toggles collection around them), divided by the
+# cycles, and the workloads each decided: "INSTRUCTIONS_PER_CYCLE WORKLOADS".
+gating_ins() {
+  local out
+  out=$(valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no --callgrind-out-file=/dev/null \
+          build-bench/bench-gating --cycles 2 "$@" 2>&1)
+  echo "$(($(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<<"$out") / 2)) $(sed -n 's/^workloads \([0-9]*\)$/\1/p' <<<"$out")"
+}
+
+gating() {
+  echo "== gating: the controller's cycle (bench-gating; 5,000 nodes, 40,000 running pods, 104 queues, most of the backlog held) =="
+  echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for b in 100 5000 20000; do
+    build-bench/bench-gating --cycles 9 5000 40000 "$b" | grep -v '^workloads ' | sed "s/^/  /"
+  done
+  for b in 5000 20000; do
+    build-bench/bench-gating --steady --cycles 5 5000 40000 "$b" | grep -v -e '^workloads ' -e '^state' | sed "s/^/  /"
+  done
+  build-bench/bench-gating --cycles 5 --reserved 5000 5000 40000 100 | grep -v '^workloads ' | sed "s/^/  /"
+
+  echo "== gating: instructions per decided workload (callgrind; the cycles only, 2 each) =="
+  local fixed base w ins per b r0 r1
+  read -r fixed _ < <(gating_ins 5000 40000 0)
+  echo "  no backlog: $fixed instructions per cycle (the queues from the live ledger, the nodes' largest GPU memory)"
+  for b in 100 5000 20000; do
+    read -r ins w < <(gating_ins 5000 40000 "$b")
+    per=$(((ins - fixed) / w))
+    [ -z "${base:-}" ] && base=$per
+    echo "  backlog $b ($w workloads): $ins per cycle, $((ins / w)) per workload; above the fixed part $per per workload ($(awk -v a="$per" -v b="$base" 'BEGIN{printf "%.2f", a/b}')x the 100-pod backlog's)"
+  done
+  read -r ins w < <(gating_ins 5000 10000 5000)
+  read -r r0 _ < <(gating_ins 5000 40000 5000)
+  echo "  backlog 5000 with 10,000 running pods instead of 40,000: $((ins / w)) per workload ($(awk -v a="$r0" -v b="$ins" 'BEGIN{printf "%.3f", a/b}') of them at 40,000: a held pod's decision does not grow with the pods)"
+  read -r ins w < <(gating_ins --steady 5000 40000 5000)
+  echo "  steady (conditions written, admitted pods shown ungated), backlog 5000: $((ins / w)) per workload ($w decided)"
+  read -r r0 _ < <(gating_ins --reserved 0 5000 40000 100)
+  read -r r1 _ < <(gating_ins --reserved 5000 5000 40000 100)
+  echo "  the Reserved bucket: $(((r1 - r0) / 5000)) instructions per admitted, unbound pod per cycle (5,000 of them)"
+
+  echo "== gating: create -> ungate latency at 1,000 pods/s (bench/ungate_latency.py; the test API server) =="
+  python3 bench/ungate_latency.py --tally build-bench/tally --rate 1000 --seconds 5 --qps 5000 --burst 10000
+  echo "== gating: create -> ungate latency of pods created through the API and /mutate/pods, 50 pods/s =="
+  python3 bench/ungate_latency.py --tally build-bench/tally --rate 0 --qps 5000 --burst 10000 --bound 0 \
+    --hook-rate 50 --hook-seconds 5
+  echo "== gating: create -> ungate latency at 200 pods/s, with 2,000 pods held in another queue =="
+  python3 bench/ungate_latency.py --tally build-bench/tally --rate 200 --seconds 5 --qps 5000 --burst 10000 \
+    --held 2000 --bound 0
+  echo "== gating: create -> ungate latency at 150 pods/s, the test API server 2 ms slower per request =="
+  python3 bench/ungate_latency.py --tally build-bench/tally --rate 150 --seconds 5 --qps 5000 --burst 10000 \
+    --server-latency-ms 2 --bound 300
+}
+if [ "${BENCH_LIVE_ONLY:-}" = gating ]; then
+  gating
+  exit 0
+fi
 
 echo "== live: watch events applied (bench-live) =="
 for n in 10000 100000; do
@@ -67,3 +129,5 @@ tally_cpu=$(awk -v t="$tck" '{printf "%.2f", ($14 + $15) / t}' "/proc/$srv/stat"
 server_cpu=$(awk -v t="$tck" -v c="$server_cpu0" '{printf "%.2f", ($14 + $15 - c) / t}' "/proc/$api/stat")
 echo "  ready after $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b - a}') s; CPU: tally $tally_cpu s, the test API server $server_cpu s"
 kill "$srv" "$api" 2>/dev/null || true
+
+gating

@@ -31,11 +31,28 @@
 **     condition turns True (Admitted) and an Admitted event is sent; a held
 **     pod gets QueueAdmitted False with the verdict's reason and message,
 **     and a QueueAdmissionHeld event when the reason changes. A refused
-**     patch (the pod changed) ends the cycle's writes.
+**     patch (the pod changed) ends the cycle's writes. The Admitted event
+**     goes before the condition, under a name derived from the pod's uid
+**     (writes.h tly_write_event, once): a pod that shows the gate removed and
+**     the admitted timestamp but not QueueAdmitted True (its replica died
+**     between the writes) is finished by the next cycle of whoever leads,
+**     and a second create of its event is refused, so there is one.
+**
+**     The ungate patches go one after another from the cycle's thread, each
+**     answered before the next is sent (so a refused one ends the writes
+**     exactly there). A pod's condition and event, which admit nothing, go
+**     to writer threads (writes.h tly_write_pool; FOLLOWUP_THREADS, at most
+**     FOLLOWUP_QUEUED in flight) while the next ungate goes out; each is
+**     fenced by may_write again when it is sent, and the cycle waits for all
+**     of them before it returns, so the next cycle's writes to a pod never
+**     overtake this one's. A follow-up the fence stops is not sent; the
+**     held conditions this replica remembers writing are then forgotten, so
+**     that what the pods show decides what is written next time.
 */
 #include "gatectl.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -47,9 +64,14 @@
 #include "tally/nodefit.h"
 #include "tally/podcharge.h"
 #include "tally/queues.h"
+#include "strmap.h"
 #include "writes.h"
 
 #define ASSUME_MS 30000
+#define ADMITTED_MESSAGE "admitted by queue policy; the scheduler may place it now"
+#define ADMITTED_EVENT "admitted by queue policy: the queue-admission gate was removed"
+#define FOLLOWUP_THREADS 4
+#define FOLLOWUP_QUEUED 32
 
 typedef struct {
     char *key, *uid, *queue;
@@ -82,6 +104,9 @@ struct tly_gatectl {
     size_t nas, capas;
     written *wr;
     size_t nwr, capwr;
+    tly_strmap wrmap;        /* wr[].key -> index + 1 */
+    tly_write_pool *pool;    /* the follow-up writes (NULL without a client) */
+    atomic_bool fenced;      /* a follow-up of this cycle was not sent */
     pthread_mutex_t mu;      /* the metrics below, read by /metrics */
     counter *ungates;
     size_t nungates;
@@ -98,6 +123,9 @@ tly_gatectl *tly_gatectl_create(tly_kube *k, long reservation_timeout_ms, const 
     g->identity = tly_xstrdup(identity ? identity : "tally");
     g->log = log;
     g->log_ctx = log_ctx;
+    tly_strmap_init(&g->wrmap);
+    atomic_init(&g->fenced, false);
+    g->pool = k ? tly_write_pool_create(FOLLOWUP_THREADS, FOLLOWUP_QUEUED) : NULL;
     pthread_mutex_init(&g->mu, NULL);
     return g;
 }
@@ -115,6 +143,7 @@ void tly_gatectl_destroy(tly_gatectl *g)
 {
     if (!g)
         return;
+    tly_write_pool_destroy(g->pool);
     for (size_t i = 0; i < g->nas; i++) {
         free(g->as[i].key);
         free(g->as[i].uid);
@@ -127,6 +156,7 @@ void tly_gatectl_destroy(tly_gatectl *g)
         free(g->wr[i].message);
     }
     free(g->wr);
+    tly_strmap_free(&g->wrmap);
     for (size_t i = 0; i < g->nungates; i++)
         free(g->ungates[i].name);
     free(g->ungates);
@@ -171,6 +201,10 @@ typedef struct {
     int64_t now;
     action *acts;
     size_t nacts, capacts;
+    const tly_pod **fin;     /* admissions to finish (admission_unfinished) */
+    size_t nfin;
+    bool (*may_write)(void *ctx);
+    void *ctx;
 } cycle;
 
 
@@ -181,6 +215,25 @@ static int64_t anchor_of(const tly_pod *p)
     if (ts && tly_parse_time(ts, &t))
         return t;
     return p->meta.created != TLY_NO_TIME ? p->meta.created : 0;
+}
+
+static bool admitted_shown(const tly_pod *p)
+{
+    const tly_condition *c = tly_conditions_find(&p->conditions, "QueueAdmitted");
+    return c && c->status && !strcmp(c->status, "True");
+}
+
+/*
+** An admission begun and not finished: the gate is gone and the admitted
+** timestamp stamped (the ungate patch succeeded), but QueueAdmitted is not
+** True (the replica that removed the gate died before its follow-up writes,
+** or they failed). The leader writes the Admitted event (under its one name)
+** and the condition, so every admitted pod ends with exactly one of each.
+*/
+static bool admission_unfinished(const tly_pod *p)
+{
+    return !tly_pod_has_gate(p, TLY_GATE) && !tly_pod_has_foreign_gate(p) &&
+           tly_kvs_get(&p->meta.annotations, TLY_ADMITTED_ANNOTATION) && !admitted_shown(p);
 }
 
 static assumed *find_assumed(tly_gatectl *g, const tly_pod *p)
@@ -340,7 +393,9 @@ static void prune_assumed(tly_gatectl *g, tly_store *s, int64_t now)
         char ns[256];
         snprintf(ns, sizeof ns, "%.*s", (int)(slash - x->key), x->key);
         const tly_pod *p = tly_store_find(s, TLY_K_POD, ns, slash + 1);
-        bool shown = !p || !tly_pod_has_gate(p, TLY_GATE) || (x->uid && p->meta.uid && strcmp(x->uid, p->meta.uid));
+        /* Kept until the condition shows too: until then collect would finish it again. */
+        bool shown = !p || (x->uid && p->meta.uid && strcmp(x->uid, p->meta.uid)) ||
+                     (!tly_pod_has_gate(p, TLY_GATE) && admitted_shown(p));
         if (shown || (now - x->at) * 1000 > ASSUME_MS) {
             free(x->key);
             free(x->uid);
@@ -379,6 +434,10 @@ static cand *collect(cycle *cy, uint32_t *ncand)
         }
         if (tly_pod_has_foreign_gate(p) && !x)
             continue;  /* not admitted by queue policy: held by someone else */
+        if (!x && admission_unfinished(p)) {
+            cy->fin = tly_xrealloc(cy->fin, (cy->nfin + 1) * sizeof *cy->fin);
+            cy->fin[cy->nfin++] = p;
+        }
         int64_t anchor = x ? x->at : anchor_of(p);
         if ((cy->now - anchor) * 1000 < cy->g->timeout_ms)
             reserve_pod(cy, p);
@@ -422,10 +481,57 @@ static workload *group(cycle *cy, cand *c, uint32_t n, uint32_t *nw)
 
 static written *written_for(tly_gatectl *g, const char *key)
 {
-    for (size_t i = 0; i < g->nwr; i++)
-        if (!strcmp(g->wr[i].key, key))
-            return &g->wr[i];
-    return NULL;
+    uintptr_t i = (uintptr_t)tly_strmap_get(&g->wrmap, key, strlen(key));
+    return i ? &g->wr[i - 1] : NULL;
+}
+
+/*
+** A pod's QueueAdmitted condition and, when etype is set, its event: sent
+** by a writer thread, fenced again. The strings and the pod are the
+** cycle's (the fork, the verdicts), alive until the cycle has waited.
+*/
+typedef struct {
+    tly_gatectl *g;
+    const tly_pod *pod;
+    const char *status, *reason, *message;
+    const char *etype, *ereason, *emessage;
+    bool admitted;           /* status True: the Admitted event, once */
+    bool (*may_write)(void *ctx);
+    void *ctx;
+} followup;
+
+static void send_followup(void *arg)
+{
+    followup *f = arg;
+    tly_gatectl *g = f->g;
+    char err[1024];
+    if (!f->may_write(f->ctx)) {
+        atomic_store(&g->fenced, true);
+    } else if (f->admitted) {
+        /*
+        ** The event first, under a name it can have once: a replica killed
+        ** between the two leaves the condition not True, and the leader after
+        ** it finishes the admission (collect) without a second event.
+        */
+        tly_write_event(g->k, "Pod", "v1", f->pod->meta.ns, f->pod->meta.name, f->pod->meta.uid, f->etype,
+                        f->ereason, f->emessage, g->identity, "Admitted", err, sizeof err);
+        tly_write_pod_condition(g->k, f->pod, "QueueAdmitted", f->status, f->reason, f->message, err, sizeof err);
+    } else {
+        tly_write_pod_condition(g->k, f->pod, "QueueAdmitted", f->status, f->reason, f->message, err, sizeof err);
+        if (f->etype)
+            tly_write_event(g->k, "Pod", "v1", f->pod->meta.ns, f->pod->meta.name, f->pod->meta.uid, f->etype,
+                            f->ereason, f->emessage, g->identity, NULL, err, sizeof err);
+    }
+    free(f);
+}
+
+static void followup_submit(cycle *cy, const tly_pod *p, const char *status, const char *reason,
+                            const char *message, const char *etype, const char *ereason, const char *emessage)
+{
+    followup *f = tly_xmalloc(sizeof *f);
+    *f = (followup){cy->g, p, status, reason, message, etype, ereason, emessage, !strcmp(status, "True"),
+                    cy->may_write, cy->ctx};
+    tly_write_pool_submit(cy->g->pool, send_followup, f);
 }
 
 static void log_kv(tly_gatectl *g, int level, const char *event, const char *pod, const char *msg)
@@ -470,13 +576,27 @@ static bool write_admit(cycle *cy, const action *a)
                                 tly_xstrdup(a->queue), cy->now};
     count_ungate(g, a->queue);
     log_kv(g, 1, "ungated", key, a->queue);
-    tly_write_pod_condition(g->k, a->pod, "QueueAdmitted", "True", "Admitted",
-                            "admitted by queue policy; the scheduler may place it now", err, sizeof err);
-    tly_write_event(g->k, "Pod", "v1", a->pod->meta.ns, a->pod->meta.name, a->pod->meta.uid, "Normal",
-                    "Admitted", "admitted by queue policy: the queue-admission gate was removed",
-                    g->identity, err, sizeof err);
+    followup_submit(cy, a->pod, "True", "Admitted", ADMITTED_MESSAGE,
+                    "Normal", "Admitted", ADMITTED_EVENT);
     free(key);
     return true;
+}
+
+/* Finishes an admission another replica (or an earlier try) began. */
+static void write_finish(cycle *cy, const tly_pod *p)
+{
+    tly_gatectl *g = cy->g;
+    if (g->nas == g->capas) {
+        g->capas = g->capas ? g->capas * 2 : 32;
+        g->as = tly_xrealloc(g->as, g->capas * sizeof *g->as);
+    }
+    const char *q = tly_store_pod_queue(cy->s, p, NULL);
+    char *key = pod_key(p);
+    log_kv(g, 1, "admission-finished", key, q ? q : "");
+    g->as[g->nas++] = (assumed){key, p->meta.uid ? tly_xstrdup(p->meta.uid) : NULL, tly_xstrdup(q ? q : ""),
+                                anchor_of(p)};
+    followup_submit(cy, p, "True", "Admitted", ADMITTED_MESSAGE,
+                    "Normal", "Admitted", ADMITTED_EVENT);
 }
 
 /* A held pod: its condition (and an event when the reason changes), once. */
@@ -496,11 +616,9 @@ static void write_held(cycle *cy, const action *a)
         return;
     }
     const char *before = w ? w->reason : c ? c->reason : NULL;
-    char err[1024];
-    tly_write_pod_condition(g->k, a->pod, "QueueAdmitted", "False", a->reason, a->message, err, sizeof err);
-    if (!before || strcmp(before, a->reason))
-        tly_write_event(g->k, "Pod", "v1", a->pod->meta.ns, a->pod->meta.name, a->pod->meta.uid, "Warning",
-                        "QueueAdmissionHeld", a->message, g->identity, err, sizeof err);
+    bool event = !before || strcmp(before, a->reason);
+    followup_submit(cy, a->pod, "False", a->reason, a->message, event ? "Warning" : NULL, "QueueAdmissionHeld",
+                    a->message);
     if (!w) {
         if (g->nwr == g->capwr) {
             g->capwr = g->capwr ? g->capwr * 2 : 32;
@@ -510,6 +628,7 @@ static void write_held(cycle *cy, const action *a)
         w->key = key;
         key = NULL;
         w->reason = w->message = NULL;
+        tly_strmap_put(&g->wrmap, w->key, strlen(w->key), (void *)(uintptr_t)g->nwr);
     }
     free(w->reason);
     free(w->message);
@@ -532,6 +651,11 @@ static void prune_written(tly_gatectl *g)
             free(g->wr[i].reason);
             free(g->wr[i].message);
         }
+    }
+    if (k != g->nwr) {
+        tly_strmap_free(&g->wrmap);
+        for (size_t i = 0; i < k; i++)
+            tly_strmap_put(&g->wrmap, g->wr[i].key, strlen(g->wr[i].key), (void *)(uintptr_t)(i + 1));
     }
     g->nwr = k;
 }
@@ -564,7 +688,7 @@ static void set_gauges(tly_gatectl *g, const action *acts, size_t n)
 
 bool tly_gatectl_cycle(tly_gatectl *g, tly_store *fork, bool (*may_write)(void *ctx), void *ctx)
 {
-    cycle cy = {.g = g, .s = fork, .now = (int64_t)time(NULL)};
+    cycle cy = {.g = g, .s = fork, .now = (int64_t)time(NULL), .may_write = may_write, .ctx = ctx};
     cy.qs = tly_live_queues(fork);
     if (!cy.qs)
         return false;
@@ -577,6 +701,8 @@ bool tly_gatectl_cycle(tly_gatectl *g, tly_store *fork, bool (*may_write)(void *
     for (uint32_t i = 0; i < nw; i++)
         decide(&cy, &w[i]);
     bool changed = false;
+    for (size_t i = 0; i < cy.nfin && may_write(ctx); i++)
+        write_finish(&cy, cy.fin[i]);
     for (size_t i = 0; i < cy.nacts && !changed; i++) {
         if (!may_write(ctx))
             break;
@@ -585,9 +711,14 @@ bool tly_gatectl_cycle(tly_gatectl *g, tly_store *fork, bool (*may_write)(void *
         else
             write_held(&cy, &cy.acts[i]);
     }
+    tly_write_pool_wait(g->pool);  /* the follow-ups borrow the fork and the verdicts */
+    if (atomic_exchange(&g->fenced, false))
+        for (size_t i = 0; i < g->nwr; i++)
+            g->wr[i].seen = false;  /* forgotten by prune_written */
     prune_written(g);
     set_gauges(g, cy.acts, cy.nacts);
     free(cy.acts);
+    free(cy.fin);
     free(w);
     free(c);
     tly_queues_destroy(cy.qs);

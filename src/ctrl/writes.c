@@ -10,6 +10,7 @@
 */
 #include "writes.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,17 +213,37 @@ tly_write_rc tly_write_pod_condition(tly_kube *k, const tly_pod *p, const char *
     return rc;
 }
 
+/*
+** An event's name. kubectl's: the object's name and a unique hexadecimal
+** suffix (the time in ns). With once: an FNV-1a hash of (uid, once) instead,
+** the name cut so that the whole stays a 253-character DNS subdomain.
+*/
+static char *event_name(const char *name, const char *uid, const char *once)
+{
+    unsigned long long h;
+    if (once) {
+        h = 14695981039346656037ull;
+        for (const char *s = uid ? uid : ""; *s; s++)
+            h = (h ^ (unsigned char)*s) * 1099511628211ull;
+        h = (h ^ 0x1f) * 1099511628211ull;
+        for (const char *s = once; *s; s++)
+            h = (h ^ (unsigned char)*s) * 1099511628211ull;
+        return tly_xasprintf("%.236s.%016llx", name, h);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+    return tly_xasprintf("%s.%llx", name, h);
+}
+
 tly_write_rc tly_write_event(tly_kube *k, const char *kind, const char *api_version, const char *ns,
                              const char *name, const char *uid, const char *type, const char *reason,
-                             const char *message, const char *instance, char *err, size_t errlen)
+                             const char *message, const char *instance, const char *once, char *err,
+                             size_t errlen)
 {
     char now[32];
     tly_write_now(now);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    /* kubectl's event names: the object's name and a unique hexadecimal suffix. */
-    char *ename = tly_xasprintf("%s.%llx", name,
-                                (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+    char *ename = event_name(name, uid, once);
     jbuf b;
     jb_open(&b);
     tly_json_begin_object(&b.j);
@@ -436,4 +457,109 @@ tly_write_rc tly_write_run_status(tly_kube *k, const tly_run *r, const char *pha
     tly_write_rc rc = run_patch(k, r, body, err, errlen);
     free(body);
     return rc;
+}
+
+/* ---- writer threads ------------------------------------------------------------ */
+
+typedef struct job {
+    void (*fn)(void *arg);
+    void *arg;
+    struct job *next;
+} job;
+
+struct tly_write_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    job *head, *tail;
+    size_t busy, max;        /* jobs queued or running, and the bound */
+    bool stop;
+    pthread_t *th;
+    int nth;
+};
+
+static void *pool_run(void *arg)
+{
+    tly_write_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->head && !p->stop)
+            pthread_cond_wait(&p->work, &p->mu);
+        if (!p->head)
+            break;
+        job *j = p->head;
+        p->head = j->next;
+        if (!p->head)
+            p->tail = NULL;
+        pthread_mutex_unlock(&p->mu);
+        j->fn(j->arg);
+        free(j);
+        pthread_mutex_lock(&p->mu);
+        p->busy--;
+        pthread_cond_broadcast(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+tly_write_pool *tly_write_pool_create(int threads, int queued)
+{
+    tly_write_pool *p = tly_xcalloc(1, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->max = queued > 0 ? (size_t)queued : 1;
+    p->th = tly_xcalloc((size_t)(threads > 0 ? threads : 1), sizeof *p->th);
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&p->th[p->nth], NULL, pool_run, p) == 0)
+            p->nth++;
+    return p;
+}
+
+void tly_write_pool_submit(tly_write_pool *p, void (*fn)(void *arg), void *arg)
+{
+    if (!p || !p->nth) {
+        fn(arg);
+        return;
+    }
+    job *j = tly_xmalloc(sizeof *j);
+    *j = (job){fn, arg, NULL};
+    pthread_mutex_lock(&p->mu);
+    while (p->busy >= p->max)
+        pthread_cond_wait(&p->done, &p->mu);
+    if (p->tail)
+        p->tail->next = j;
+    else
+        p->head = j;
+    p->tail = j;
+    p->busy++;
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void tly_write_pool_wait(tly_write_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    while (p->busy)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void tly_write_pool_destroy(tly_write_pool *p)
+{
+    if (!p)
+        return;
+    tly_write_pool_wait(p);
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nth; i++)
+        pthread_join(p->th[i], NULL);
+    free(p->th);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->work);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
 }

@@ -293,12 +293,16 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Audit-Id", self._audit)
         for k, v in headers:
             self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
-        if rec is not None:
-            rec["status"] = code
-            rec["bytes"] = len(body)
-            state.record(rec)
+        try:
+            self.end_headers()
+            self.wfile.write(body)
+        finally:
+            # Recorded even when the client has gone (killed between its request and the
+            # answer): what the server did happened, and the request log must show it.
+            if rec is not None:
+                rec["status"] = code
+                rec["bytes"] = len(body)
+                state.record(rec)
 
     def _status(self, e, state, rec, extra=()):
         self._send(e.code, dumps(e.status()), headers=list(e.headers) + list(extra), state=state,
