@@ -3,8 +3,8 @@
 **
 ** Two kinds of test live here.
 **
-**  - Conformance: every row of the shared upstream vectors
-**    (TALLY_SHARED_DIR/vectors/quantity-*.tsv) is read exactly as stored (no
+**  - Conformance: every row of the upstream vectors
+**    (tests/vectors/quantity-*.tsv) is read exactly as stored (no
 **    trimming: an input may be empty or hold spaces) and checked. A missing
 **    file or a file without rows fails the test; a bad row is reported with
 **    its line number and all rows are checked before the test fails.
@@ -28,8 +28,8 @@
 #include "tally/error.h"
 #include "tally/quantity.h"
 
-#ifndef TALLY_SHARED_DIR
-#error "TALLY_SHARED_DIR must name the shared directory (CMake defines it)"
+#ifndef TALLY_VECTOR_DIR
+#error "TALLY_VECTOR_DIR must name tests/vectors (CMake defines it)"
 #endif
 
 /* ---------------------------------------------------------------------- */
@@ -119,7 +119,7 @@ static int report(const row *r, const char *what, const char *got, const char *w
 }
 
 /*
-** Reads TALLY_SHARED_DIR/vectors/<file>, skips the "# " header line, splits
+** Reads tests/vectors/<file>, skips the "# " header line, splits
 ** each further line (minus its "\n") at TABs into exactly ncols fields, and
 ** runs check on it. Fails if the file is missing, has no header, has a row
 ** with the wrong number of fields, has no rows, or any row fails.
@@ -133,7 +133,7 @@ static void run_vectors(const char *file, size_t ncols, row_check check)
     ssize_t n;
     FILE *fp;
 
-    snprintf(path, sizeof path, "%s/vectors/%s", TALLY_SHARED_DIR, file);
+    snprintf(path, sizeof path, "%s/%s", TALLY_VECTOR_DIR, file);
     fp = fopen(path, "rb");
     if (fp == NULL)
         fail_msg("cannot open vector file %s: %s", path, strerror(errno));

@@ -30,6 +30,7 @@ for tool in curl openssl jq python3 kubectl; do
   command -v "$tool" >/dev/null || { echo "anonymize.sh: $tool is missing"; exit 1; }
 done
 
+source tests/cli/lib/kubectl.sh
 # apiserver [ARGS...]: starts the test API server in $tmp/k; sets KC and API_PID.
 apiserver() {
   rm -f "$tmp/k/ready.json"
@@ -39,6 +40,7 @@ apiserver() {
   for _ in $(seq 1 300); do [ -s "$tmp/k/ready.json" ] && break; sleep 0.1; done
   [ -s "$tmp/k/ready.json" ] || { echo "anonymize.sh: the test API server did not start:"; cat "$tmp/k.log"; exit 1; }
   KC="$tmp/k/kubeconfig"
+  KUBECTL_BIN=$(tally_kubectl "$tmp/k/ready.json")
 }
 # The server keeps nothing worth a graceful stop.
 stop_apiserver() {
@@ -47,7 +49,7 @@ stop_apiserver() {
 }
 # tojson FILE.yaml: the objects as a JSON List (kubectl parses the YAML).
 tojson() {
-  kubectl --kubeconfig "$KC" create --validate=false --dry-run=client -o json -f "$1" |
+  "$KUBECTL_BIN" --kubeconfig "$KC" create --validate=false --dry-run=client -o json -f "$1" |
     jq -s '{apiVersion:"v1",kind:"List",items:([.[] | if .kind == "List" then .items[] else . end])}'
 }
 

@@ -29,6 +29,7 @@ for tool in curl openssl jq python3 kubectl; do
 done
 NOW=2026-11-24T12:00:00Z
 
+source tests/cli/lib/kubectl.sh
 # apiserver DIR [ARGS...]: starts the test API server; sets API_URL, API_CA, KC, API_PID.
 apiserver() {
   local dir=$1
@@ -42,12 +43,13 @@ apiserver() {
   API_URL=$(jq -r .url "$dir/ready.json")
   API_CA=$(jq -r .ca "$dir/ready.json")
   KC="$dir/kubeconfig"
+  KUBECTL_BIN=$(tally_kubectl "$dir/ready.json")
 }
 control() { curl -sf --cacert "$API_CA" -X POST -H 'Content-Type: application/json' "$API_URL/_test/$1" -d "${2:-{\}}" >/dev/null; }
 # put FILE.json: every object of a List (or one object) straight into the store.
 put() { jq -c 'if .kind == "List" then .items[] else . end' "$1" | while read -r o; do control put "{\"object\":$o}"; done; }
 # tojson FILE.yaml: the objects as a JSON List (kubectl parses the YAML).
-tojson() { kubectl --kubeconfig "$KC" create --validate=false --dry-run=client -o json -f "$1" | jq -s '{apiVersion:"v1",kind:"List",items:([.[] | if .kind == "List" then .items[] else . end])}'; }
+tojson() { "$KUBECTL_BIN" --kubeconfig "$KC" create --validate=false --dry-run=client -o json -f "$1" | jq -s '{apiVersion:"v1",kind:"List",items:([.[] | if .kind == "List" then .items[] else . end])}'; }
 
 # ---- one-shot commands ---------------------------------------------------------------------
 apiserver "$tmp/k" --seed tests/live/example-cluster.json
@@ -197,7 +199,7 @@ cmp -s "$tmp/a1" "$tmp/a2" && ok || bad "serve on the live state and admit on th
 jq -e '.response.allowed == false' "$tmp/body" >/dev/null && ok || bad "the upsize over the limit should be denied"
 
 # kubectl raises the queue's limit: the next decision sees it.
-kubectl --kubeconfig "$KC" patch queues.scheduling.run.ai team-a --type merge \
+"$KUBECTL_BIN" --kubeconfig "$KC" patch queues.scheduling.run.ai team-a --type merge \
   -p '{"spec":{"resources":{"cpu":{"limit":4000}}}}' >/dev/null 2>&1 || bad "kubectl patch of the queue"
 allowed=no
 for _ in $(seq 1 50); do
@@ -213,13 +215,13 @@ curl -s --cacert "$tmp/tls.crt" "$S/metrics" | grep -q '^tally_queue_allocated{q
   || bad "no tally_queue_allocated without --controllers"
 # A watch cut in the middle of an event: restarted, nothing lost.
 control fault '{"action":"drop-watch","resource":"pods","count":1,"after_events":0}'
-kubectl --kubeconfig "$KC" run live-probe --image=x --restart=Never >/dev/null 2>&1
+"$KUBECTL_BIN" --kubeconfig "$KC" run live-probe --image=x --restart=Never >/dev/null 2>&1
 for _ in $(seq 1 60); do [ "$(metric 'tally_objects{kind="Pod"}')" = 2 ] && break; sleep 0.1; done
 [ "$(metric 'tally_objects{kind="Pod"}')" = 2 ] && ok || bad "a pod created across a dropped watch is missing"
 # Compaction and a restored history: relists, and the state is still whole.
 control compact
 control restart
-kubectl --kubeconfig "$KC" delete pod live-probe --wait=false >/dev/null 2>&1
+"$KUBECTL_BIN" --kubeconfig "$KC" delete pod live-probe --wait=false >/dev/null 2>&1
 for _ in $(seq 1 80); do
   [ "$(metric 'tally_objects{kind="Pod"}')" = 1 ] && [ "${R_:=$(metric 'tally_watch_relists_total{kind="Pod"}')}" != 0 ] && break
   R_=
@@ -241,7 +243,7 @@ for _ in $(seq 1 60); do [ "$(metric 'tally_objects{kind="Runtime"}')" = 1 ] && 
 echo "rotated-$$" >"$tmp/s/token"
 control tokens '{"valid":[]}'
 control fault '{"action":"drop-watch","resource":"pods","count":1}'
-kubectl --kubeconfig "$KC" --context cert run after-rotation --image=x --restart=Never >/dev/null 2>&1
+"$KUBECTL_BIN" --kubeconfig "$KC" --context cert run after-rotation --image=x --restart=Never >/dev/null 2>&1
 for _ in $(seq 1 80); do [ "$(metric 'tally_objects{kind="Pod"}')" = 2 ] && break; sleep 0.1; done
 [ "$(metric 'tally_objects{kind="Pod"}')" = 2 ] && ok || bad "the watch did not follow a rotated token file"
 

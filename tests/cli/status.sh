@@ -53,7 +53,9 @@ KC="$tmp/api/kubeconfig"
 API_URL=$(jq -r .url "$tmp/api/ready.json")
 API_CA=$(jq -r .ca "$tmp/api/ready.json")
 TOKEN=$(jq -r .token "$tmp/api/ready.json")
-k() { kubectl --kubeconfig "$KC" "$@"; }
+source tests/cli/lib/kubectl.sh
+KUBECTL_BIN=$(tally_kubectl "$tmp/api/ready.json")
+k() { "$KUBECTL_BIN" --kubeconfig "$KC" "$@"; }
 control() { curl -sf --cacert "$API_CA" -X POST -H 'Content-Type: application/json' "$API_URL/_test/$1" -d "${2:-{\}}" >/dev/null; }
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=tally-status" \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
