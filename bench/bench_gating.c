@@ -192,8 +192,11 @@ static void pod_json(char *buf, size_t n, const char *name, const char *ns, int 
                  "\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\",\"reason\":"
                  "\"SchedulingGated\",\"message\":\"Scheduling is blocked due to non-empty scheduling gates\","
                  "\"lastTransitionTime\":\"2026-11-30T11:00:00Z\"}]");
-    else
-        snprintf(conds, sizeof conds, "\"phase\":\"Pending\"");
+    else  /* RESERVED: what the watch shows once the admitting controller's writes are done */
+        snprintf(conds, sizeof conds,
+                 "\"phase\":\"Pending\",\"conditions\":[{\"type\":\"QueueAdmitted\",\"status\":\"True\","
+                 "\"reason\":\"Admitted\",\"message\":\"admitted by queue policy; the scheduler may place it now\","
+                 "\"lastTransitionTime\":\"%s\"}]", NOW);
     /* Created one second apart, in seq order (the contract's order within a queue). */
     char created[32];
     time_t t = (time_t)1795000000 + (time_t)seq;

@@ -105,6 +105,7 @@ struct tly_gatectl {
     written *wr;
     size_t nwr, capwr;
     tly_strmap wrmap;        /* wr[].key -> index + 1 */
+    tly_strmap asmap;        /* as[].key -> index + 1 (looked up for every pending pod) */
     tly_write_pool *pool;    /* the follow-up writes (NULL without a client) */
     atomic_bool fenced;      /* a follow-up of this cycle was not sent */
     pthread_mutex_t mu;      /* the metrics below, read by /metrics */
@@ -124,6 +125,7 @@ tly_gatectl *tly_gatectl_create(tly_kube *k, long reservation_timeout_ms, const 
     g->log = log;
     g->log_ctx = log_ctx;
     tly_strmap_init(&g->wrmap);
+    tly_strmap_init(&g->asmap);
     atomic_init(&g->fenced, false);
     g->pool = k ? tly_write_pool_create(FOLLOWUP_THREADS, FOLLOWUP_QUEUED) : NULL;
     pthread_mutex_init(&g->mu, NULL);
@@ -157,6 +159,7 @@ void tly_gatectl_destroy(tly_gatectl *g)
     }
     free(g->wr);
     tly_strmap_free(&g->wrmap);
+    tly_strmap_free(&g->asmap);
     for (size_t i = 0; i < g->nungates; i++)
         free(g->ungates[i].name);
     free(g->ungates);
@@ -238,14 +241,26 @@ static bool admission_unfinished(const tly_pod *p)
 
 static assumed *find_assumed(tly_gatectl *g, const tly_pod *p)
 {
-    for (size_t i = 0; i < g->nas; i++) {
-        const assumed *x = &g->as[i];
-        if (!strncmp(x->key, p->meta.ns, strlen(p->meta.ns)) && x->key[strlen(p->meta.ns)] == '/' &&
-            !strcmp(x->key + strlen(p->meta.ns) + 1, p->meta.name) &&
-            (!x->uid || !p->meta.uid || !strcmp(x->uid, p->meta.uid)))
-            return &g->as[i];
+    char key[512];
+    int n = snprintf(key, sizeof key, "%s/%s", p->meta.ns, p->meta.name);
+    if (n < 0 || (size_t)n >= sizeof key)
+        return NULL;  /* longer than any valid namespace and name */
+    uintptr_t i = (uintptr_t)tly_strmap_get(&g->asmap, key, (size_t)n);
+    if (!i)
+        return NULL;
+    assumed *x = &g->as[i - 1];
+    return !x->uid || !p->meta.uid || !strcmp(x->uid, p->meta.uid) ? x : NULL;
+}
+
+/* Remembers that pod key (owned from here) was admitted at `at`. */
+static void assume(tly_gatectl *g, char *key, const char *uid, const char *queue, int64_t at)
+{
+    if (g->nas == g->capas) {
+        g->capas = g->capas ? g->capas * 2 : 32;
+        g->as = tly_xrealloc(g->as, g->capas * sizeof *g->as);
     }
-    return NULL;
+    g->as[g->nas++] = (assumed){key, uid ? tly_xstrdup(uid) : NULL, tly_xstrdup(queue), at};
+    tly_strmap_put(&g->asmap, key, strlen(key), (void *)(uintptr_t)g->nas);
 }
 
 /* The job-level charge of pod p into *c (storage in the cycle's arena). */
@@ -404,6 +419,11 @@ static void prune_assumed(tly_gatectl *g, tly_store *s, int64_t now)
         }
         g->as[k++] = *x;
     }
+    if (k != g->nas) {
+        tly_strmap_free(&g->asmap);
+        for (size_t i = 0; i < k; i++)
+            tly_strmap_put(&g->asmap, g->as[i].key, strlen(g->as[i].key), (void *)(uintptr_t)(i + 1));
+    }
     g->nas = k;
 }
 
@@ -419,7 +439,7 @@ static cand *collect(cycle *cy, uint32_t *ncand)
         if (!tly_store_is_tally_pod(cy->s, p))
             continue;
         bool ours = tly_pod_has_gate(p, TLY_GATE);
-        assumed *x = ours ? find_assumed(cy->g, p) : NULL;
+        assumed *x = ours && cy->g->nas ? find_assumed(cy->g, p) : NULL;
         if (ours && !x) {
             if (tly_pod_has_foreign_gate(p))
                 continue;  /* another component's gate: never touched */
@@ -434,7 +454,8 @@ static cand *collect(cycle *cy, uint32_t *ncand)
         }
         if (tly_pod_has_foreign_gate(p) && !x)
             continue;  /* not admitted by queue policy: held by someone else */
-        if (!x && admission_unfinished(p)) {
+        /* Not finished yet, and not by this replica a moment ago (its writes may be on their way). */
+        if (!ours && admission_unfinished(p) && !(cy->g->nas && find_assumed(cy->g, p))) {
             cy->fin = tly_xrealloc(cy->fin, (cy->nfin + 1) * sizeof *cy->fin);
             cy->fin[cy->nfin++] = p;
         }
@@ -568,12 +589,7 @@ static bool write_admit(cycle *cy, const action *a)
         free(key);
         return rc == TLY_WRITE_GONE;
     }
-    if (g->nas == g->capas) {
-        g->capas = g->capas ? g->capas * 2 : 32;
-        g->as = tly_xrealloc(g->as, g->capas * sizeof *g->as);
-    }
-    g->as[g->nas++] = (assumed){tly_xstrdup(key), a->pod->meta.uid ? tly_xstrdup(a->pod->meta.uid) : NULL,
-                                tly_xstrdup(a->queue), cy->now};
+    assume(g, tly_xstrdup(key), a->pod->meta.uid, a->queue, cy->now);
     count_ungate(g, a->queue);
     log_kv(g, 1, "ungated", key, a->queue);
     followup_submit(cy, a->pod, "True", "Admitted", ADMITTED_MESSAGE,
@@ -586,15 +602,10 @@ static bool write_admit(cycle *cy, const action *a)
 static void write_finish(cycle *cy, const tly_pod *p)
 {
     tly_gatectl *g = cy->g;
-    if (g->nas == g->capas) {
-        g->capas = g->capas ? g->capas * 2 : 32;
-        g->as = tly_xrealloc(g->as, g->capas * sizeof *g->as);
-    }
     const char *q = tly_store_pod_queue(cy->s, p, NULL);
     char *key = pod_key(p);
     log_kv(g, 1, "admission-finished", key, q ? q : "");
-    g->as[g->nas++] = (assumed){key, p->meta.uid ? tly_xstrdup(p->meta.uid) : NULL, tly_xstrdup(q ? q : ""),
-                                anchor_of(p)};
+    assume(g, key, p->meta.uid, q ? q : "", anchor_of(p));
     followup_submit(cy, p, "True", "Admitted", ADMITTED_MESSAGE,
                     "Normal", "Admitted", ADMITTED_EVENT);
 }
