@@ -815,6 +815,50 @@ static void allocated_gauges(const tly_queues *qs, const tly_names *names, FILE 
     free(ids);
 }
 
+/*
+** A Queue's spec.resources value in the units of tally_queue_allocated:
+** KAI's cpu millicores to cores, its memory MB (10^6 bytes) to bytes, GPUs
+** as they are. False when there is no series: unset, -1 (unlimited) or any
+** negative value, or a cpu value finer than a nano-core (not exact).
+*/
+static bool spec_value(const tly_queue_resource *r, bool quota, int scale, tly_qty *v)
+{
+    tly_qty q = quota ? r->quota : r->limit;
+    if (!(quota ? r->has_quota : r->has_limit) || tly_qty_sign(q) < 0)
+        return false;
+    if (scale < 0) {
+        if (q.nanos % 1000)
+            return false;
+        q.nanos /= 1000;
+    } else if (scale > 0) {
+        if (q.nanos > TLY_QTY_MAX_NANOS / 1000000)
+            return false;
+        q.nanos *= 1000000;
+    }
+    *v = q;
+    return true;
+}
+
+/* tally_queue_limit and tally_queue_quota: each queue's own spec.resources. */
+static void spec_gauges(const tly_queues *qs, FILE *out)
+{
+    static const char *const names[] = {"cpu", "memory", "nvidia.com/gpu"};
+    static const int scales[] = {-1, 1, 0};
+    for (int g = 0; g < 2; g++) {
+        const char *metric = g ? "tally_queue_quota" : "tally_queue_limit";
+        fprintf(out, "# HELP %s A queue's own spec.resources %s, in the units of tally_queue_allocated; absent "
+                     "when unlimited.\n# TYPE %s gauge\n", metric, g ? "quota" : "limit", metric);
+        for (uint32_t i = 0; i < tly_queues_count(qs); i++) {
+            const tly_queue *q = tly_queues_queue(qs, i);
+            const tly_queue_resource *r[] = {&q->cpu, &q->memory, &q->gpu};
+            tly_qty v;
+            for (int k = 0; k < 3; k++)
+                if (q->has_resources && spec_value(r[k], g == 1, scales[k], &v))
+                    series(out, metric, q->meta.name, names[k], v);
+        }
+    }
+}
+
 void tly_statusctl_queue_metrics(tly_store *fork, FILE *out)
 {
     tly_queues *qs = tly_live_queues(fork);
@@ -822,5 +866,6 @@ void tly_statusctl_queue_metrics(tly_store *fork, FILE *out)
         return;
     accounted_gauges(qs, out);
     allocated_gauges(qs, tly_store_names(fork), out);
+    spec_gauges(qs, out);
     tly_queues_destroy(qs);
 }

@@ -35,6 +35,8 @@ done
 
 # The cluster: a node, two AccountedResources (one unlimited by default), a queue tree root -> team-a, team-b.
 res='"resources":{"cpu":{"quota":-1,"limit":-1},"memory":{"quota":-1,"limit":-1},"gpu":{"quota":-1,"limit":-1}}'
+# team-b's own quotas and limits, in KAI's units (cpu millicores, memory MB), for tally_queue_limit/quota.
+resb='"resources":{"cpu":{"quota":2500,"limit":40000},"memory":{"quota":1000,"limit":-1},"gpu":{"quota":-1,"limit":8}}'
 cat >"$tmp/seed.json" <<EOF
 {"apiVersion":"v1","kind":"List","items":[
 {"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"64","memory":"512Gi","nvidia.com/gpu":"8","pods":"110"},"conditions":[{"type":"Ready","status":"True"}]}},
@@ -42,7 +44,7 @@ cat >"$tmp/seed.json" <<EOF
 {"apiVersion":"scheduling.run.ai/v1alpha1","kind":"AccountedResource","metadata":{"name":"scratch"},"spec":{"defaults":{"limit":"4"},"sources":[{"resourceName":"cpu"}]}},
 {"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"root"},"spec":{$res}},
 {"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"team-a"},"spec":{"parentQueue":"root",$res,"accountedResources":[{"resourceRef":"gpu","limit":"16"}]}},
-{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"team-b"},"spec":{"parentQueue":"root",$res,"accountedResources":[{"resourceRef":"scratch","limit":"8"}]}}
+{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"team-b"},"spec":{"parentQueue":"root",$resb,"accountedResources":[{"resourceRef":"scratch","limit":"8"}]}}
 ]}
 EOF
 python3 tests/kube/apiserver.py --dir "$tmp/api" --seed "$tmp/seed.json" >"$tmp/api.log" 2>&1 &
@@ -135,6 +137,13 @@ grep -qx 'tally_queue_accounted_used{queue="team-a",resource="gpu"} 2' "$tmp/m.t
   grep -qx 'tally_queue_allocated{queue="root",resource="cpu"} 1' "$tmp/m.txt" &&
   grep -qx 'tally_queue_allocated{queue="team-b",resource="nvidia.com/gpu"} 0' "$tmp/m.txt" &&
   ok || { bad "queue gauges"; grep tally_queue "$tmp/m.txt"; }
+grep -qx 'tally_queue_limit{queue="team-b",resource="cpu"} 40' "$tmp/m.txt" &&
+  grep -qx 'tally_queue_quota{queue="team-b",resource="cpu"} 2.5' "$tmp/m.txt" &&
+  grep -qx 'tally_queue_quota{queue="team-b",resource="memory"} 1000000000' "$tmp/m.txt" &&
+  grep -qx 'tally_queue_limit{queue="team-b",resource="nvidia.com/gpu"} 8' "$tmp/m.txt" &&
+  ! grep -q 'tally_queue_limit{queue="team-b",resource="memory"}' "$tmp/m.txt" &&
+  ! grep -q 'tally_queue_\(limit\|quota\){queue="root"' "$tmp/m.txt" &&
+  ok || { bad "spec.resources gauges (limit and quota in cores, bytes, devices; none when unlimited)"; grep 'tally_queue_\(limit\|quota\)' "$tmp/m.txt"; }
 ! grep -q 'tally_queue_accounted_limit{queue="root",resource="gpu"}' "$tmp/m.txt" &&
   ! grep -q 'tally_queue_accounted_headroom{queue="root",resource="gpu"}' "$tmp/m.txt" &&
   ok || bad "no limit or headroom series for an unlimited AccountedResource"
