@@ -71,6 +71,7 @@ typedef struct creds {
     gnutls_pcert_st pcert[MAX_CERTS];
     unsigned npcert;
     gnutls_privkey_t key;
+    time_t not_before, not_after;  /* the leaf certificate's validity */
     struct creds *retired_next;
 } creds;
 
@@ -87,6 +88,9 @@ typedef struct {
     tly_store *store;
     atomic_int refs;
 } state_ref;
+
+/* Less than this left on the serving certificate: a warning every hour (7 days). */
+#define EXPIRY_WARN_S (7 * 86400)
 
 /* The --client-ca certificates; retired, not freed, on a reload (a verification may be using it). */
 typedef struct client_ca {
@@ -122,6 +126,7 @@ struct tly_server {
     creds *retired;
     file_id cert_id, key_id;
     int64_t tls_checked_ms;
+    int64_t expiry_warned_ms;      /* the last tls-certificate-expiring warning (0: none for this pair) */
 
     char *client_ca_path;          /* NULL: no client certificates */
     client_ca *ca;                 /* under tls_mu, as are the three below */
@@ -332,6 +337,51 @@ static void creds_free(creds *c)
     free(c);
 }
 
+static void utc_text(time_t t, char *buf, size_t n)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/*
+** The leaf certificate's validity period into c, and false with err set
+** when it is not valid now: an API server refuses an expired (or not yet
+** valid) serving certificate on every call, and with failurePolicy Fail that
+** stops the objects the webhooks guard. Better to refuse to start, or to keep
+** the previous pair on a rotation, and say which date is wrong.
+*/
+static bool leaf_valid(creds *c, const char *cert, char *err, size_t errlen)
+{
+    gnutls_x509_crt_t x;
+    if (gnutls_x509_crt_init(&x) < 0)
+        tly_oom();
+    int rc = gnutls_x509_crt_import(x, &c->pcert[0].cert, GNUTLS_X509_FMT_DER);
+    c->not_before = rc < 0 ? (time_t)-1 : gnutls_x509_crt_get_activation_time(x);
+    c->not_after = rc < 0 ? (time_t)-1 : gnutls_x509_crt_get_expiration_time(x);
+    gnutls_x509_crt_deinit(x);
+    time_t now = time(NULL);
+    char when[32];
+    if (rc < 0 || c->not_before == (time_t)-1 || c->not_after == (time_t)-1) {
+        snprintf(err, errlen, "certificate %s: its validity period cannot be read%s%s", cert, rc < 0 ? ": " : "",
+                 rc < 0 ? gnutls_strerror(rc) : "");
+        return false;
+    }
+    if (now > c->not_after) {
+        utc_text(c->not_after, when, sizeof when);
+        snprintf(err, errlen, "certificate %s expired at %s (notAfter): renew it (the API server refuses an "
+                 "expired serving certificate)", cert, when);
+        return false;
+    }
+    if (now < c->not_before) {
+        utc_text(c->not_before, when, sizeof when);
+        snprintf(err, errlen, "certificate %s is not valid before %s (notBefore): check the issuer's and this "
+                 "machine's clocks", cert, when);
+        return false;
+    }
+    return true;
+}
+
 /* Loads and checks a pair; NULL with err set when it cannot be used. */
 static creds *creds_load(const char *cert, const char *key, char *err, size_t errlen)
 {
@@ -361,6 +411,8 @@ static creds *creds_load(const char *cert, const char *key, char *err, size_t er
         snprintf(err, errlen, "key %s: %s", key, gnutls_strerror(rc));
         goto fail;
     }
+    if (!leaf_valid(c, cert, err, errlen))
+        goto fail;
     /* The key must belong to the leaf certificate, or every handshake would fail. */
     unsigned char a[64], b[64];
     size_t alen = sizeof a, blen = sizeof b;
@@ -408,6 +460,7 @@ static void tls_check(tly_server *srv, bool force)
         srv->creds->retired_next = srv->retired;
         srv->retired = srv->creds;
         srv->creds = c;
+        srv->expiry_warned_ms = 0;  /* a new pair near its end is warned about at once */
     }
     pthread_mutex_unlock(&srv->tls_mu);
     tly_metrics_tls_reload(srv->metrics, c != NULL);
@@ -859,6 +912,12 @@ static enum MHD_Result serve_get(tly_server *srv, struct MHD_Connection *conn, r
     if (!f)
         tly_oom();
     tly_metrics_render(srv->metrics, f);
+    pthread_mutex_lock(&srv->tls_mu);
+    long long left = (long long)((int64_t)srv->creds->not_after - (int64_t)time(NULL));
+    pthread_mutex_unlock(&srv->tls_mu);
+    fprintf(f, "# HELP tally_tls_certificate_expiry_seconds Seconds until the serving certificate's notAfter "
+               "(negative once it has expired).\n# TYPE tally_tls_certificate_expiry_seconds gauge\n"
+               "tally_tls_certificate_expiry_seconds %lld\n", left);
     if (srv->client_ca_path) {
         fputs("# HELP tally_client_cert_rejections_total Admission requests refused with 403 for their "
               "client certificate (--client-ca), by reason.\n"
@@ -1170,9 +1229,38 @@ uint16_t tly_server_port(const tly_server *srv) { return srv->port; }
 
 tly_metrics *tly_server_metrics(tly_server *srv) { return srv->metrics; }
 
+/*
+** Warns (at most once an hour, and at once for a new pair) while the serving
+** certificate has less than EXPIRY_WARN_S left or has expired: an expired one
+** makes the API server refuse every call to the webhooks.
+*/
+static void expiry_warn(tly_server *srv)
+{
+    int64_t now = mono_ms();
+    pthread_mutex_lock(&srv->tls_mu);
+    time_t na = srv->creds->not_after;
+    bool due = (int64_t)na - (int64_t)time(NULL) < EXPIRY_WARN_S &&
+               (!srv->expiry_warned_ms || now - srv->expiry_warned_ms >= 3600 * 1000);
+    if (due)
+        srv->expiry_warned_ms = now;
+    pthread_mutex_unlock(&srv->tls_mu);
+    if (!due)
+        return;
+    char when[32];
+    utc_text(na, when, sizeof when);
+    long long left = (long long)((int64_t)na - (int64_t)time(NULL));
+    if (left < 0)
+        logf_msg(srv, TLY_LOG_ERROR, "tls-certificate-expiring", "certificate %s expired at %s: the API server "
+                 "refuses it; replace the pair (it is reloaded when the files change)", srv->cert_path, when);
+    else
+        logf_msg(srv, TLY_LOG_WARN, "tls-certificate-expiring", "certificate %s expires at %s, in %lld s: renew "
+                 "it before then", srv->cert_path, when, left);
+}
+
 void tly_server_tick(tly_server *srv)
 {
     tls_check(srv, false);
+    expiry_warn(srv);
     client_ca_check(srv);
     if (srv->upsize && srv->has_source) {
         /* Live: the watch shows enacted, reverted and Infeasible resizes as they happen. */
