@@ -1287,6 +1287,16 @@ void tly_server_stop(tly_server *srv, unsigned grace_ms)
     atomic_store(&srv->accepting, false);
     /* Stop accepting; requests already received are answered until the grace period ends. */
     MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    /*
+    ** Quiesced, MHD accepts no more, but while the socket listens the kernel
+    ** still completes handshakes into its backlog, and those clients would
+    ** hang until the grace period ends. shutdown() takes it out of LISTEN at
+    ** once, so a new client is refused and tries another replica; the
+    ** descriptor itself stays valid (MHD's threads may still hold it in a
+    ** poll set for a moment) and is closed after MHD_stop_daemon.
+    */
+    if (fd != MHD_INVALID_SOCKET)
+        shutdown(fd, SHUT_RDWR);
     int64_t until = mono_ms() + grace_ms;
     while (atomic_load(&srv->in_flight) > 0 && mono_ms() < until) {
         struct timespec ts = {0, 10 * 1000000};
