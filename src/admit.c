@@ -159,7 +159,17 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
             size_t n = 0;
             const tly_resize_extra *extra = ledger->begin(ledger->ctx, old, &n);
             tly_resize_decide_extra(state, neu, old, extra, n, &v);
+            /*
+            ** Reserve only for a pod the state holds: a review may name any pod,
+            ** and holds for pods that do not exist would take the room of real
+            ** ones until they time out (and grow the ledger without bound).
+            */
+            const tly_pod *sp = tly_store_find(state, TLY_K_POD, old->meta.ns, old->meta.name);
+            v.in_state = sp && (!sp->meta.uid || !old->meta.uid || !strcmp(sp->meta.uid, old->meta.uid));
             ledger->end(ledger->ctx, old, &v, d->res->dry_run);
+            if (!v.in_state && v.allowed && v.sized && v.queue && !d->res->dry_run)
+                warn(d, "pod %s/%s is not in the state; its upsize is decided but not reserved", old->meta.ns,
+                     old->meta.name);
         } else {
             tly_resize_decide(state, neu, old, &v);
         }

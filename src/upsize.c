@@ -144,6 +144,8 @@ static void ledger_end(void *ctx, const tly_pod *old, const tly_resize_verdict *
     if (dry_run || !v->allowed || !v->sized)
         goto out;
     reservation *r = find(u, ns, name);
+    if (!r && !v->in_state)
+        goto out;  /* no hold for a pod the state does not hold (admit.c) */
     if (r) {
         /* A later resize of a reserved pod: the reservation follows its newest size. */
         bool grows = tly_qty_cmp(v->size[0], r->size[0]) > 0 || tly_qty_cmp(v->size[1], r->size[1]) > 0;

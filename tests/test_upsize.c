@@ -7,7 +7,8 @@
 ** admitted and no admitted set overruns the limit; without it (KAI's
 ** behaviour, and `tally admit`), every one of them is. Then each way a
 ** reservation ends: enacted, reverted (by a later state or through the
-** webhook), Infeasible, pod gone, timeout; and dry runs never reserve.
+** webhook), Infeasible, pod gone, timeout; dry runs never reserve, and
+** neither does an upsize of a pod the state does not hold.
 */
 #include "testutil.h"
 
@@ -212,6 +213,38 @@ static void reserve_p00(const tly_store *st, tly_upsize *u)
     assert_true(decide(st, tly_upsize_ledger(u), body));
     free(body);
     assert_int_equal(tly_upsize_count(u), 1);
+}
+
+/*
+** A review names any pod it likes: 16 upsizes of a pod the state does not
+** hold, each with another uid, are decided (and admitted, as there is room)
+** but reserve nothing, so they cannot take the room of real pods; a real
+** pod's upsize after them still gets its hold.
+*/
+static void no_hold_for_unknown_pods(void **unused)
+{
+    (void)unused;
+    tly_store *st = state_with(0, NULL, NULL, true);  /* p00 is not in the state */
+    tly_upsize *u = tly_upsize_create(60000, NULL, NULL);
+    for (int k = 0; k < NPODS; k++) {
+        char *body = review_rv(0, "500m", "1", false, 100 + k);
+        tly_admit_result res;
+        char err[256];
+        assert_int_equal(tly_admit_review_ledger(st, tly_upsize_ledger(u), body, strlen(body), &res, err,
+                                                 sizeof err), 0);
+        assert_true(res.allowed);
+        assert_int_equal(res.nwarnings, 1);
+        assert_non_null(strstr(res.warnings[0], "not in the state; its upsize is decided but not reserved"));
+        tly_admit_result_free(&res);
+        free(body);
+    }
+    assert_int_equal(tly_upsize_count(u), 0);
+    char *body = review(1, "500m", "1", false);
+    assert_true(decide(st, tly_upsize_ledger(u), body));
+    free(body);
+    assert_int_equal(tly_upsize_count(u), 1);
+    tly_upsize_destroy(u);
+    tly_store_destroy(st);
 }
 
 static void release_on_reload(void **unused)
@@ -504,6 +537,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exactly_k_of_n),
         cmocka_unit_test(mixed_sizes_fit_greedily),
+        cmocka_unit_test(no_hold_for_unknown_pods),
         cmocka_unit_test(release_on_reload),
         cmocka_unit_test(release_on_timeout),
         cmocka_unit_test(webhook_updates),

@@ -39,6 +39,8 @@ typedef struct {
     char *queue;           /* leaf queue the increase was checked on (malloc'd), or NULL when
                               no queue check ran (downsize, validateQuota false, missing queue) */
     bool non_preemptible;
+    bool in_state;         /* set by the caller before a ledger's end(): the state holds this pod
+                              (same namespace, name and uid); only such a pod's upsize is reserved */
 } tly_resize_verdict;
 
 /*
