@@ -166,10 +166,8 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
             */
             const tly_pod *sp = tly_store_find(state, TLY_K_POD, old->meta.ns, old->meta.name);
             v.in_state = sp && (!sp->meta.uid || !old->meta.uid || !strcmp(sp->meta.uid, old->meta.uid));
+            /* No warning for it: the answer stays the one `tally admit` gives (contract section 7). */
             ledger->end(ledger->ctx, old, &v, d->res->dry_run);
-            if (!v.in_state && v.allowed && v.sized && v.queue && !d->res->dry_run)
-                warn(d, "pod %s/%s is not in the state; its upsize is decided but not reserved", old->meta.ns,
-                     old->meta.name);
         } else {
             tly_resize_decide(state, neu, old, &v);
         }

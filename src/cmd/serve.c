@@ -73,6 +73,8 @@ static void usage(FILE *out)
             "  --reserve-upsizes[=TIMEOUT] admitted upsizes reserve their increase until the state\n"
             "                              shows them enacted, reverted or Infeasible, or TIMEOUT\n"
             "                              passes (default 2m; 90s, 500ms, 1h or seconds)\n"
+            "  --allow-state-shrink        take a SIGHUP reload that has none of a kind the state\n"
+            "                              had (refused by default: a truncated or emptied file)\n"
             "  --log-level LEVEL           debug, info (default), warn, error\n\n"
             "Endpoints: POST /validate/pods-resize, /validate/queues, /validate/accountedresources,\n"
             "/validate/runs; GET /healthz, /readyz, /metrics. SIGHUP reloads the state,\n"
@@ -139,6 +141,43 @@ typedef struct {
     int64_t lease_ms, renew_ms, retry_ms, reservation_ms;
     const char *gating;          /* --queue-admission-gating */
 } live_flags;
+
+static void count_kinds(const tly_store *s, uint32_t n[TLY_K_COUNT])
+{
+    for (int k = 0; k < TLY_K_COUNT; k++)
+        n[k] = tly_store_count(s, k);
+}
+
+/*
+** Whether a reloaded state has none of a kind the current one had (or no
+** objects at all). A state file truncated or emptied while it was being
+** rewritten still parses, and taken as it is it would drop every queue:
+** resizes would then pass unchecked. Refused unless --allow-state-shrink;
+** a file replaced by a rename (as a ConfigMap volume does) is never seen
+** half-written.
+*/
+static bool shrinks(const uint32_t had[TLY_K_COUNT], const tly_store *s, char *err, size_t errlen)
+{
+    uint32_t total = 0, before = 0;
+    for (int k = 0; k < TLY_K_COUNT; k++) {
+        total += tly_store_count(s, k);
+        before += had[k];
+    }
+    if (!total && before) {
+        snprintf(err, errlen, "the reloaded state is empty (it had %u objects): a state file was probably "
+                 "emptied while it was rewritten; replace state files with a rename, or pass "
+                 "--allow-state-shrink", before);
+        return true;
+    }
+    for (int k = 0; k < TLY_K_COUNT; k++)
+        if (had[k] && !tly_store_count(s, k)) {
+            snprintf(err, errlen, "the reloaded state has no %s (it had %u): a state file was probably "
+                     "truncated while it was rewritten; replace state files with a rename, or pass "
+                     "--allow-state-shrink", tly_kind_name(k), had[k]);
+            return true;
+        }
+    return false;
+}
 
 /* The live mode's pieces, handed to the server as its source. */
 typedef struct {
@@ -300,6 +339,8 @@ int tly_cmd_serve(int argc, char **argv)
                      .renew_ms = TLY_LEASE_DEFAULT_RENEW_MS, .retry_ms = TLY_LEASE_DEFAULT_RETRY_MS,
                      .reservation_ms = TLY_CTRL_DEFAULT_RESERVATION_MS};
     live_mode lm = {0};
+    bool allow_shrink = false;
+    uint32_t had[TLY_K_COUNT] = {0};  /* objects of each kind in the state last taken */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -391,6 +432,8 @@ int tly_cmd_serve(int argc, char **argv)
             usage(stdout);
             rc = 0;
             goto out;
+        } else if (!strcmp(a, "--allow-state-shrink")) {
+            allow_shrink = true;
         } else if (!strcmp(a, "--reserve-upsizes")) {
             cfg.reserve_upsizes_ms = DEFAULT_RESERVE_MS;
         } else if (!strncmp(a, "--reserve-upsizes=", 18)) {
@@ -472,6 +515,7 @@ int tly_cmd_serve(int argc, char **argv)
             tly_server_destroy(srv);
             goto out;
         }
+        count_kinds(state, had);
         tly_server_set_state(srv, state);
     }
     if (tly_server_start(srv, err, sizeof err) != 0) {
@@ -489,10 +533,16 @@ int tly_cmd_serve(int argc, char **argv)
             tly_server_log(srv, TLY_LOG_INFO, "sighup-ignored", kv, 1);
         } else if (sig == SIGHUP) {
             tly_store *s = load_state(npaths, paths, err, sizeof err);
-            if (s)
+            if (s && !allow_shrink && shrinks(had, s, err, sizeof err)) {
+                tly_store_destroy(s);
+                s = NULL;
+            }
+            if (s) {
+                count_kinds(s, had);
                 tly_server_set_state(srv, s);
-            else
+            } else {
                 tly_server_state_failed(srv, err);
+            }
         } else if (sig == SIGTERM || sig == SIGINT) {
             const char *kv[] = {"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"};
             tly_server_log(srv, TLY_LOG_INFO, "shutdown", kv, 1);
