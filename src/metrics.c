@@ -15,6 +15,19 @@
 #include "tally/error.h"
 #include "tally/objects.h"
 
+void tly_metrics_label(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\n') {
+            fputs("\\n", out);
+            continue;
+        }
+        if (*s == '\\' || *s == '"')
+            fputc('\\', out);
+        fputc(*s, out);
+    }
+}
+
 /* Bucket upper bounds in seconds (and nanoseconds): 50 us to 5 s; +Inf is implicit. */
 static const char *const bucket_label[] = {"5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025",
                                            "0.005", "0.01",   "0.025",   "0.05",   "0.1",   "0.25",

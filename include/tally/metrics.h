@@ -76,6 +76,8 @@ void tly_metrics_state(tly_metrics *m, const tly_store *s);
 void tly_metrics_state_reload(tly_metrics *m, bool ok);
 void tly_metrics_tls_reload(tly_metrics *m, bool ok);
 void tly_metrics_reservations(tly_metrics *m, uint64_t n);
+/* Writes s as a label value of the text format: \\, \" and \n escaped. */
+void tly_metrics_label(FILE *out, const char *s);
 
 /* A counter's value, for tests. */
 uint64_t tly_metrics_requests(const tly_metrics *m, tly_endpoint e, tly_outcome o);

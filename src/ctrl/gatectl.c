@@ -61,6 +61,7 @@
 #include "tally/decode.h"
 #include "tally/gating.h"
 #include "tally/live.h"
+#include "tally/metrics.h"
 #include "tally/nodefit.h"
 #include "tally/podcharge.h"
 #include "tally/queues.h"
@@ -743,12 +744,19 @@ void tly_gatectl_metrics(tly_gatectl *g, FILE *out)
     fputs("# HELP tally_gated_pods Pods held at the queue-admission gate, by queue and reason.\n"
           "# TYPE tally_gated_pods gauge\n", out);
     for (size_t i = 0; i < g->ngated; i++)
-        fprintf(out, "tally_gated_pods{queue=\"%s\",reason=\"%s\"} %llu\n", g->gated[i].queue,
-                g->gated[i].reason, (unsigned long long)g->gated[i].n);
+    {
+        /* The queue may come from a PodGroup's spec.queue, any string: escaped. */
+        fputs("tally_gated_pods{queue=\"", out);
+        tly_metrics_label(out, g->gated[i].queue);
+        fprintf(out, "\",reason=\"%s\"} %llu\n", g->gated[i].reason, (unsigned long long)g->gated[i].n);
+    }
     fputs("# HELP tally_ungates_total Pods whose queue-admission gate tally removed, by queue.\n"
           "# TYPE tally_ungates_total counter\n", out);
     for (size_t i = 0; i < g->nungates; i++)
-        fprintf(out, "tally_ungates_total{queue=\"%s\"} %llu\n", g->ungates[i].name,
-                (unsigned long long)g->ungates[i].n);
+    {
+        fputs("tally_ungates_total{queue=\"", out);
+        tly_metrics_label(out, g->ungates[i].name);
+        fprintf(out, "\"} %llu\n", (unsigned long long)g->ungates[i].n);
+    }
     pthread_mutex_unlock(&g->mu);
 }

@@ -28,6 +28,7 @@
 
 #include "tally/arena.h"
 #include "tally/kruntimes.h"
+#include "tally/metrics.h"
 #include "tally/runsched.h"
 #include "writes.h"
 
@@ -315,12 +316,25 @@ void tly_runctl_metrics(tly_runctl *r, FILE *out)
     fputs("# HELP tally_runs_pending Pending Runs by namespace, runtime and reason.\n"
           "# TYPE tally_runs_pending gauge\n", out);
     for (size_t i = 0; i < r->npg; i++)
-        fprintf(out, "tally_runs_pending{namespace=\"%s\",runtime=\"%s\",reason=\"%s\"} %llu\n", r->pg[i].ns,
-                r->pg[i].runtime, r->pg[i].reason, (unsigned long long)r->pg[i].n);
+    {
+        /* A Run's spec.runtime is any string: escaped. */
+        fputs("tally_runs_pending{namespace=\"", out);
+        tly_metrics_label(out, r->pg[i].ns);
+        fputs("\",runtime=\"", out);
+        tly_metrics_label(out, r->pg[i].runtime);
+        fprintf(out, "\",reason=\"%s\"} %llu\n", r->pg[i].reason, (unsigned long long)r->pg[i].n);
+    }
     fputs("# HELP tally_runtime_utilization Used over capacity of a runtime's Pods, by resource.\n"
           "# TYPE tally_runtime_utilization gauge\n", out);
     for (size_t i = 0; i < r->nug; i++)
-        fprintf(out, "tally_runtime_utilization{namespace=\"%s\",runtime=\"%s\",resource=\"%s\"} %.6f\n",
-                r->ug[i].ns, r->ug[i].runtime, r->ug[i].resource, r->ug[i].value);
+    {
+        fputs("tally_runtime_utilization{namespace=\"", out);
+        tly_metrics_label(out, r->ug[i].ns);
+        fputs("\",runtime=\"", out);
+        tly_metrics_label(out, r->ug[i].runtime);
+        fputs("\",resource=\"", out);
+        tly_metrics_label(out, r->ug[i].resource);
+        fprintf(out, "\"} %.6f\n", r->ug[i].value);
+    }
     pthread_mutex_unlock(&r->mu);
 }

@@ -46,6 +46,7 @@
 #include "tally/error.h"
 #include "tally/json.h"
 #include "tally/live.h"
+#include "tally/metrics.h"
 #include "tally/queues.h"
 #include "tally/server.h"  /* the log levels the log callback takes */
 #include "writes.h"
@@ -687,19 +688,7 @@ bool tly_statusctl_cycle(tly_statusctl *s, tly_store *fork, bool (*may_write)(vo
 
 /* ---- the gauges -------------------------------------------------------------------- */
 
-/* A label value, escaped as the text format wants (\\, \", \n). */
-static void label(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '\n') {
-            fputs("\\n", out);
-            continue;
-        }
-        if (*s == '\\' || *s == '"')
-            fputc('\\', out);
-        fputc(*s, out);
-    }
-}
+static void label(FILE *out, const char *s) { tly_metrics_label(out, s); }
 
 /* q as a plain decimal number, exactly (no floating point): 1.5, 0.001, 85899345920, -2. */
 static void decimal(FILE *out, tly_qty q)
