@@ -133,6 +133,22 @@ static void check_run(decision *d, const tly_store *state, const tly_run *run, c
 }
 
 /* pods/resize: decode both pods with the validator's decoders, then resize.h. */
+
+/*
+** The first error the decoders found in a Pod's resources (a quantity too
+** large or too fine to hold exactly, a malformed one), or NULL. The decoder
+** leaves such a field out, so the pod would seem to ask for nothing.
+*/
+static const tly_diag *resources_error(tly_store *s)
+{
+    const tly_diags *d = tly_store_diags(s);
+    for (size_t i = 0; i < tly_diags_count(d); i++) {
+        const tly_diag *g = tly_diags_get(d, i);
+        if (g->sev == TLY_SEV_ERROR && g->field && strstr(g->field, "resources"))
+            return g;
+    }
+    return NULL;
+}
 static void decide_resize(decision *d, tly_store *state, const tly_node *req,
                           const tly_resize_ledger *ledger)
 {
@@ -148,7 +164,17 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
     tly_store_finish(os);
     const tly_pod *neu = tly_store_count(ns, TLY_K_POD) ? tly_store_at(ns, TLY_K_POD, 0) : NULL;
     const tly_pod *old = tly_store_count(os, TLY_K_POD) ? tly_store_at(os, TLY_K_POD, 0) : NULL;
-    if (!neu || !old) {
+    const tly_diag *bad = resources_error(ns);
+    const char *which = "request.object";
+    if (!bad) {
+        bad = resources_error(os);
+        which = "request.oldObject";
+    }
+    if (bad) {
+        /* A quantity dropped as unreadable would read as no increase: never admit on that. */
+        deny(d, "resize rejected: %s %s: %s; tally cannot decide this resize exactly", which, bad->field,
+             bad->msg);
+    } else if (!neu || !old) {
         deny(d, "request.object and request.oldObject must be Pods tally can read");
     } else if (!tly_store_is_tally_pod(state, old)) {
         warn(d, "pod %s/%s is not scheduled by %s; tally does not check its resize", old->meta.ns,

@@ -173,21 +173,34 @@ static void adjust(const tly_queues *qs, int32_t q, int32_t j, const tly_qty ch[
     }
 }
 
-static long long milli(tly_qty q)
+/*
+** q in units of 10^-scale nanos (6: milli, 9: whole), rounded up, as exact
+** decimal text in buf: a value past 64 bits prints whole, never wrapped.
+*/
+static const char *units(tly_qty q, int scale, char buf[48])
 {
-    tly_i128 v = q.nanos / 1000000;
-    if (q.nanos % 1000000 > 0)
+    tly_i128 div = scale == 6 ? 1000000 : 1000000000;
+    tly_i128 v = q.nanos / div;
+    if (q.nanos % div > 0)
         v++;
-    return (long long)v;
+    unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    char tmp[48];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    int k = 0;
+    if (v < 0)
+        buf[k++] = '-';
+    while (n)
+        buf[k++] = tmp[--n];
+    buf[k] = '\0';
+    return buf;
 }
 
-static long long bytes(tly_qty q)
-{
-    tly_i128 v = q.nanos / 1000000000;
-    if (q.nanos % 1000000000 > 0)
-        v++;
-    return (long long)v;
-}
+#define milli(q) units((q), 6, (char[48]){0})
+#define bytes(q) units((q), 9, (char[48]){0})
 
 void tly_resize_pod_size(const tly_pod *p, tly_qty spec[2], tly_qty eff[2])
 {
@@ -314,15 +327,15 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
                 continue;
             if (tly_queues_bound(qs, (uint32_t)j, true, dims[k], &lim)) {
                 v->allowed = false;
-                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) CPU upsize not permitted on queue %s with finite CPU limit (%lldm)",
+                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) CPU upsize not permitted on queue %s with finite CPU limit (%sm)",
                                           pod, pgshow, qn, milli(lim))
-                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) memory upsize not permitted on queue %s with finite memory limit (%lld bytes)",
+                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) memory upsize not permitted on queue %s with finite memory limit (%s bytes)",
                                           pod, pgshow, qn, bytes(lim));
             } else if (np && tly_queues_bound(qs, (uint32_t)j, false, dims[k], &quo)) {
                 v->allowed = false;
-                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) non-preemptible CPU upsize not permitted on queue %s with finite CPU quota (%lldm)",
+                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) non-preemptible CPU upsize not permitted on queue %s with finite CPU quota (%sm)",
                                           pod, pgshow, qn, milli(quo))
-                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) non-preemptible memory upsize not permitted on queue %s with finite memory quota (%lld bytes)",
+                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) non-preemptible memory upsize not permitted on queue %s with finite memory quota (%s bytes)",
                                           pod, pgshow, qn, bytes(quo));
             }
         }
@@ -343,9 +356,9 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
                 v->allowed = false;
                 const char *what = quota ? "AllocatedNonPreemptible" : "Allocated";
                 const char *over = quota ? "quota" : "limit";
-                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) CPU upsize would push queue %s %s (%lldm + %lldm) over %s (%lldm)",
+                v->message = k == 0 ? tly_xasprintf("resize rejected: pod %s (PodGroup %s) CPU upsize would push queue %s %s (%sm + %sm) over %s (%sm)",
                                           pod, pgshow, qn, what, milli(used), milli(delta[k]), over, milli(bound))
-                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) memory upsize would push queue %s %s (%lld + %lld bytes) over %s (%lld bytes)",
+                                    : tly_xasprintf("resize rejected: pod %s (PodGroup %s) memory upsize would push queue %s %s (%s + %s bytes) over %s (%s bytes)",
                                           pod, pgshow, qn, what, bytes(used), bytes(delta[k]), over, bytes(bound));
             }
         }

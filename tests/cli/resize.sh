@@ -105,6 +105,11 @@ SEED="$P CPU upsize would push queue team-a Allocated (1000m + 2000m) over limit
 
 # Charge table: no resize in progress -> spec.
 deny none-over-limit "$SEED"
+# Quantities tally cannot hold exactly are a denial that says so; one past 64 bits prints whole.
+TOO='is too large (expected a Kubernetes quantity such as 500m, 4Gi, 2); tally cannot decide this resize exactly'
+deny cpu-unrepresentable "resize rejected: request.object spec.containers[0].resources.requests.cpu: \"2e29\" $TOO"
+deny cpu-1e308 "resize rejected: request.object spec.containers[0].resources.requests.cpu: \"1e308\" $TOO"
+deny cpu-past-64-bits "$P CPU upsize would push queue team-a Allocated (1000m + 9999999999999999999000m) over limit (2000m)"
 allow none-equal-limit
 deny none-one-milli-over "$P CPU upsize would push queue team-a Allocated (1000m + 1001m) over limit (2000m)"
 # Pending or in progress -> max(spec, actual, allocated).
