@@ -75,6 +75,9 @@ static void object_problems(decision *d, tly_store *obj)
 
 static void check_queue(decision *d, const tly_store *state, const tly_queue *q)
 {
+    /* KAI's queue webhook: without it the scheduler would give the queue all-zero limits. */
+    if (!q->has_resources)
+        deny(d, "resources must be specified");
     if (q->parent && *q->parent && strcmp(q->parent, q->meta.name) != 0 &&
         !tly_store_find(state, TLY_K_QUEUE, NULL, q->parent))
         deny(d, "spec.parentQueue: parent queue \"%s\" does not exist", q->parent);
@@ -85,6 +88,30 @@ static void check_queue(decision *d, const tly_store *state, const tly_queue *q)
             !tly_store_find(state, TLY_K_ACCOUNTED_RESOURCE, NULL, q->accrefs[i].ref))
             deny(d, "spec.accountedResources[%u].resourceRef: AccountedResource \"%s\" does not exist",
                  i, q->accrefs[i].ref);
+}
+
+/*
+** DELETE of Queue `name`, as KAI's queue webhook decides it: denied while
+** queues of the state name it as their parent, listed in name order (the
+** order the API server lists them in) as Go prints a string slice.
+*/
+static void check_queue_delete(decision *d, const tly_store *state, const char *name)
+{
+    char *kids = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&kids, &len);
+    if (!f)
+        tly_oom();
+    int n = 0;
+    for (uint32_t i = 0; i < tly_store_count(state, TLY_K_QUEUE); i++) {
+        const tly_queue *q = tly_store_at(state, TLY_K_QUEUE, i);
+        if (q->parent && !strcmp(q->parent, name) && strcmp(q->meta.name, name))
+            fprintf(f, "%s%s", n++ ? " " : "", q->meta.name);
+    }
+    fclose(f);
+    if (n)
+        deny(d, "cannot delete queue %s: it has child queues [%s]", name, kids);
+    free(kids);
 }
 
 /* Same request (names and values) in both Runs? */
@@ -253,6 +280,16 @@ int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *led
     bool create = op && !strcmp(op, "CREATE"), update = op && !strcmp(op, "UPDATE");
     if (rkind && !strcmp(rkind, "Pod") && update && sub && !strcmp(sub, "resize")) {
         decide_resize(&d, (tly_store *)state, req, ledger);
+        goto done;
+    }
+    if (rkind && !strcmp(rkind, "Queue") && op && !strcmp(op, "DELETE") && !(sub && *sub)) {
+        const char *name = str_at(req, "name");
+        if (!name || !*name)
+            name = str_at(req, "oldObject.metadata.name");
+        if (!name || !*name)
+            deny(&d, "request.name: missing (the queue to delete)");
+        else
+            check_queue_delete(&d, state, name);
         goto done;
     }
     bool ours = rkind && (!strcmp(rkind, "Queue") || !strcmp(rkind, "AccountedResource") ||

@@ -59,8 +59,16 @@ expect queue-valid true "" examples/cluster < <(review Queue scheduling.run.ai/v
 expect queue-missing-accres false 'spec.accountedResources[0].resourceRef: AccountedResource "gpu-b300" does not exist' examples/cluster < <(review Queue scheduling.run.ai/v2 CREATE "$(printf "$Q" '[{"resourceRef":"gpu-b300","limit":"4"}]')")
 expect queue-duplicate-ref false 'spec.accountedResources[1].resourceRef: duplicate resourceRef "gpu"' examples/cluster < <(review Queue scheduling.run.ai/v2 CREATE "$(printf "$Q" '[{"resourceRef":"gpu","limit":"4"},{"resourceRef":"gpu","limit":"8"}]')")
 expect queue-missing-parent false 'parent queue "nowhere" does not exist' examples/cluster < <(review Queue scheduling.run.ai/v2 CREATE '{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"orphan"},"spec":{"parentQueue":"nowhere","resources":{"cpu":{"quota":1,"limit":1},"memory":{"quota":1,"limit":1},"gpu":{"quota":1,"limit":1}}}}')
-expect queue-no-resources true "" examples/cluster < <(review Queue scheduling.run.ai/v2 CREATE '{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"bare"},"spec":{}}')
-jq -e '.response.warnings | index("spec.resources: resources must be specified")' "$tmp/last.json" >/dev/null && ok || bad "queue-no-resources: no warning"
+# KAI's queue webhook: a Queue without spec.resources is denied (contract section 5), CREATE and UPDATE.
+expect queue-no-resources false "resources must be specified" examples/cluster < <(review Queue scheduling.run.ai/v2 CREATE '{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"bare"},"spec":{}}')
+jq -e '.response.status.message == "resources must be specified"' "$tmp/last.json" >/dev/null && ok || bad "queue-no-resources: not KAI's message"
+expect queue-update-no-resources false "resources must be specified" examples/cluster < <(review Queue scheduling.run.ai/v2 UPDATE '{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"team-a"},"spec":{"parentQueue":"research"}}' '{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"team-a"},"spec":{"parentQueue":"research"}}')
+# DELETE of a queue: denied while it has children (KAI's message, children in name order), else allowed.
+qdel() { printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"uid-Queue-DELETE","kind":{"group":"scheduling.run.ai","version":"v2","kind":"Queue"},"operation":"DELETE","name":"%s","object":null,"oldObject":{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"%s"}}}}' "$1" "$1"; }
+expect queue-delete-parent false "cannot delete queue research: it has child queues [team-a team-b]" examples/cluster < <(qdel research)
+jq -e '.response.status.message == "cannot delete queue research: it has child queues [team-a team-b]"' "$tmp/last.json" >/dev/null && ok || bad "queue-delete-parent: not KAI's message"
+expect queue-delete-leaf true "" examples/cluster < <(qdel team-a)
+jq -e '(.response.warnings // []) | length == 0' "$tmp/last.json" >/dev/null && ok || bad "queue-delete-leaf: decided, so no 'does not decide' warning"
 
 AR='{"apiVersion":"scheduling.run.ai/v1alpha1","kind":"AccountedResource","metadata":{"name":"x"},"spec":{"sources":[%s]}}'
 expect accres-valid true "" examples/cluster < <(review AccountedResource scheduling.run.ai/v1alpha1 CREATE "$(printf "$AR" '{"resourceName":"nvidia.com/gpu","match":{"nodeLabels":{"nvidia.com/gpu.product":"B300"}}}')")

@@ -228,7 +228,7 @@ for (const { doc, file, line } of top) {
 // ---- 2. webhook rules and wiring -------------------------------------------------------------
 const expected = {
   "/validate/pods-resize": { failurePolicy: "Ignore", group: "", versions: ["v1"], resource: "pods/resize", ops: ["UPDATE"], scope: "Namespaced" },
-  "/validate/queues": { failurePolicy: "Fail", group: "scheduling.run.ai", versions: ["v2"], resource: "queues", ops: ["CREATE", "UPDATE"], scope: "Cluster" },
+  "/validate/queues": { failurePolicy: "Fail", group: "scheduling.run.ai", versions: ["v2"], resource: "queues", ops: ["CREATE", "UPDATE", "DELETE"], scope: "Cluster" },
   "/validate/accountedresources": { failurePolicy: "Fail", group: "scheduling.run.ai", versions: ["v1alpha1"], resource: "accountedresources", ops: ["CREATE", "UPDATE"], scope: "Cluster" },
   "/validate/runs": { failurePolicy: "Fail", group: "kruntimes.io", versions: ["v1alpha1"], resource: "runs", ops: ["CREATE", "UPDATE"], scope: "Namespaced" },
   // contract section 9, the live mode's endpoints, each enabled by a controller
