@@ -211,6 +211,21 @@ void tly_resize_pod_size(const tly_pod *p, tly_qty spec[2], tly_qty eff[2])
     }
 }
 
+/* E(new) (the new spec, no resize in progress) and E(old), cpu and memory, as queues charge them. */
+static void effective_pair(tly_store *state, const tly_pod *neu, const tly_pod *old, tly_qty e_new[2],
+                           tly_qty e_old[2])
+{
+    tly_arena *a = tly_arena_create(4096);
+    const char *q;
+    bool np;
+    tly_pod spec_only = *neu;
+    spec_only.statuses = spec_only.init_statuses = NULL;
+    spec_only.nstatuses = spec_only.ninit_statuses = 0;
+    pod_charge(state, &spec_only, a, e_new, &q, &np);
+    pod_charge(state, old, a, e_old, &q, &np);
+    tly_arena_destroy(a);
+}
+
 void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
                        tly_resize_verdict *v)
 {
@@ -243,17 +258,25 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
         return;  /* validateQuota: false admits every resize */
     bool strict = cfg && cfg->block_upsize == 1;
 
-    /* The increase, per resource: new spec sum - effective old request. */
+    /*
+    ** The increase, per resource: E(new) - E(old) (contract section 5), each
+    ** the pod's effective request as its queue is charged it (init-container
+    ** peak, sidecars, overhead, pod-level resources): E(old) of the pod as it
+    ** stands, resize state and all; E(new) of the new spec as if no resize
+    ** were in progress. Raising a container under a larger init container
+    ** adds nothing, as in KAI.
+    */
     const uint32_t ids[2] = {TLY_R_CPU, TLY_R_MEMORY};
-    tly_qty delta[2];
+    tly_qty delta[2], e_old[2], e_new[2];
     bool grows = false;
+    effective_pair(state, neu, old, e_new, e_old);
     for (int k = 0; k < 2; k++) {
         tly_qty ns = pod_sum(neu, ids[k], false), os = pod_sum(old, ids[k], false);
         delta[k] = (tly_qty){0, TLY_QFMT_DECIMAL_SI};
         if (tly_qty_cmp(ns, os) == 0)
             continue;
         tly_qty d;
-        if (tly_qty_sub(ns, pod_sum(old, ids[k], true), &d) == TLY_OK && tly_qty_sign(d) > 0) {
+        if (tly_qty_sub(e_new[k], e_old[k], &d) == TLY_OK && tly_qty_sign(d) > 0) {
             delta[k] = d;
             grows = true;
         }

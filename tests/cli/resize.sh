@@ -127,7 +127,8 @@ deny redistribute-plus-growth "$P CPU upsize would push queue team-a Allocated (
 allow downsize-over-limit
 allow downsize-cpu-and-memory
 deny sidecar-upsize "$P CPU upsize would push queue team-a Allocated (1500m + 1000m) over limit (2000m)"
-deny init-container-keeps-spec "$P CPU upsize would push queue team-a Allocated (3000m + 1000m) over limit (3500m)"
+allow init-container-keeps-spec
+deny init-container-peak-exceeded "$P CPU upsize would push queue team-a Allocated (3000m + 1000m) over limit (3500m)"
 # Hierarchy.
 deny hierarchy-ancestor-limit "$P CPU upsize would push queue dept Allocated (2500m + 1000m) over limit (3000m)"
 deny hierarchy-skips-queue-without-resources "$P CPU upsize would push queue org Allocated (2500m + 1000m) over limit (2000m)"
