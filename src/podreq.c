@@ -124,10 +124,15 @@ static tly_rlist container_request(const tly_pod *p, const tly_container *c, boo
 
 /* ---- aggregation -------------------------------------------------------- */
 
+/*
+** A NULL name is an id of another store's table: resize admission decodes the
+** reviewed pods in stores of their own and reads only cpu and memory, whose
+** ids every table shares (resource.h); any other id is left unclassified.
+*/
 static bool is_pod_level_name(const char *name)
 {
-    return strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0 ||
-           strncmp(name, "hugepages-", 10) == 0;
+    return name && (strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0 ||
+           strncmp(name, "hugepages-", 10) == 0);
 }
 
 /* *acc += r; false on overflow (acc unchanged). */
@@ -303,7 +308,7 @@ static void set_invalid(tly_podreq *out, const char *reason, const char *message
 static bool mig_profile(const char *name, uint32_t *g)
 {
     static const char prefix[] = "nvidia.com/mig-";
-    if (strncmp(name, prefix, sizeof prefix - 1) != 0)
+    if (!name || strncmp(name, prefix, sizeof prefix - 1) != 0)  /* NULL: see is_pod_level_name */
         return false;
     const char *c = name + sizeof prefix - 1;
     uint64_t v = 0;
@@ -344,8 +349,8 @@ static const char *bad_count_message(tly_names *names, uint32_t id, tly_qty q, t
 {
     char buf[TLY_QTY_BUFSZ];
     tly_qty_format(q, buf, sizeof buf);
-    return tly_arena_printf(a, "%s request %s must be a whole number of devices",
-                            tly_names_str(names, id), buf);
+    const char *name = tly_names_str(names, id);
+    return tly_arena_printf(a, "%s request %s must be a whole number of devices", name ? name : "?", buf);
 }
 
 void tly_podreq_compute(const tly_pod *p, bool gpu_sharing, tly_names *names, tly_arena *a,

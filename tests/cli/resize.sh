@@ -111,6 +111,7 @@ deny cpu-unrepresentable "resize rejected: request.object spec.containers[0].res
 deny cpu-1e308 "resize rejected: request.object spec.containers[0].resources.requests.cpu: \"1e308\" $TOO"
 deny cpu-past-64-bits "$P CPU upsize would push queue team-a Allocated (1000m + 9999999999999999999000m) over limit (2000m)"
 allow none-equal-limit
+allow foreign-resource-names
 deny none-one-milli-over "$P CPU upsize would push queue team-a Allocated (1000m + 1001m) over limit (2000m)"
 # Pending or in progress -> max(spec, actual, allocated).
 deny pending-deferred "$P CPU upsize would push queue team-a Allocated (2000m + 1000m) over limit (2500m)"
