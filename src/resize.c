@@ -211,19 +211,21 @@ void tly_resize_pod_size(const tly_pod *p, tly_qty spec[2], tly_qty eff[2])
     }
 }
 
-/* E(new) (the new spec, no resize in progress) and E(old), cpu and memory, as queues charge them. */
-static void effective_pair(tly_store *state, const tly_pod *neu, const tly_pod *old, tly_qty e_new[2],
-                           tly_qty e_old[2])
+/*
+** E(new) (the new spec, no resize in progress) and E(old), cpu and memory,
+** as queues charge them; *queue and *np are old's, which the check reuses
+** as the reviewed pod's own charge.
+*/
+static void effective_pair(tly_store *state, const tly_pod *neu, const tly_pod *old, tly_arena *a,
+                           tly_qty e_new[2], tly_qty e_old[2], const char **queue, bool *np)
 {
-    tly_arena *a = tly_arena_create(4096);
     const char *q;
-    bool np;
+    bool n;
     tly_pod spec_only = *neu;
     spec_only.statuses = spec_only.init_statuses = NULL;
     spec_only.nstatuses = spec_only.ninit_statuses = 0;
-    pod_charge(state, &spec_only, a, e_new, &q, &np);
-    pod_charge(state, old, a, e_old, &q, &np);
-    tly_arena_destroy(a);
+    pod_charge(state, &spec_only, a, e_new, &q, &n);
+    pod_charge(state, old, a, e_old, queue, np);
 }
 
 void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
@@ -268,21 +270,26 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
     */
     const uint32_t ids[2] = {TLY_R_CPU, TLY_R_MEMORY};
     tly_qty delta[2], e_old[2], e_new[2];
-    bool grows = false;
-    effective_pair(state, neu, old, e_new, e_old);
+    bool grows = false, changed = false;
+    for (int k = 0; k < 2; k++)
+        changed |= tly_qty_cmp(pod_sum(neu, ids[k], false), pod_sum(old, ids[k], false)) != 0;
+    if (!changed)
+        return;  /* the same spec sums: a redistribution between containers, or nothing */
+    tly_arena *a = tly_arena_create(16 * 1024);
+    const char *old_queue;
+    bool e_np;
+    effective_pair(state, neu, old, a, e_new, e_old, &old_queue, &e_np);
     for (int k = 0; k < 2; k++) {
-        tly_qty ns = pod_sum(neu, ids[k], false), os = pod_sum(old, ids[k], false);
-        delta[k] = (tly_qty){0, TLY_QFMT_DECIMAL_SI};
-        if (tly_qty_cmp(ns, os) == 0)
-            continue;
         tly_qty d;
-        if (tly_qty_sub(e_new[k], e_old[k], &d) == TLY_OK && tly_qty_sign(d) > 0) {
+        delta[k] = (tly_qty){0, TLY_QFMT_DECIMAL_SI};
+        if (tly_qty_cmp(pod_sum(neu, ids[k], false), pod_sum(old, ids[k], false)) != 0 &&
+            tly_qty_sub(e_new[k], e_old[k], &d) == TLY_OK && tly_qty_sign(d) > 0) {
             delta[k] = d;
             grows = true;
         }
     }
     if (!grows)
-        return;  /* downsizes and redistribution are always admitted */
+        goto out;  /* downsizes and redistribution are always admitted */
 
     const tly_podgroup *pg = NULL;
     const char *pgname = tly_kvs_get(&old->meta.annotations, "pod-group-name");
@@ -290,16 +297,15 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
     if (pgname && !pg) {
         v->warning = tly_xasprintf("PodGroup %s of pod %s/%s is not in the state; the resize is admitted "
                          "unchecked", pgname, old->meta.ns, old->meta.name);
-        return;
+        goto out;
     }
     const tly_queues *qs = tly_store_derived(state, TLY_DERIVED_RESIZE_LEDGER, build_ledger, free_ledger);
     int32_t q = tly_queues_find(qs, qname);
     if (q < 0) {
         v->warning = tly_xasprintf("queue %s of pod %s/%s is not in the state; the resize is admitted unchecked",
                          qname, old->meta.ns, old->meta.name);
-        return;
+        goto out;
     }
-    tly_arena *a = tly_arena_create(16 * 1024);
     /* The state's own copy of the reviewed pod leaves the ledger ... */
     const tly_pod *stale = tly_store_find(state, TLY_K_POD, old->meta.ns, old->meta.name);
     tly_qty stale_ch[2] = {{0, 0}, {0, 0}}, old_ch[2] = {{0, 0}, {0, 0}};
@@ -312,9 +318,9 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
     }
     /* ... and the pod counts as it runs (oldObject), and only if it is bound (contract section 5). */
     if (old->node_name && *old->node_name && !tly_pod_terminal(old)) {
-        const char *oq;
-        pod_charge(state, old, a, old_ch, &oq, &old_np);
-        old_q = tly_queues_find(qs, oq);
+        memcpy(old_ch, e_old, sizeof old_ch);  /* E(old) is the charge */
+        old_np = e_np;
+        old_q = tly_queues_find(qs, old_queue);
     }
     /* An ancestor missing from the state cannot be checked: say so, as KAI logs it. */
     for (int32_t j = q; j >= 0; j = tly_queues_parent(qs, (uint32_t)j)) {
@@ -386,6 +392,7 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
             }
         }
     }
+out:
     tly_arena_destroy(a);
 }
 

@@ -61,6 +61,7 @@
 #include <microhttpd.h>
 
 #include "tally/admit.h"
+#include "tally/decode.h"
 #include "tally/error.h"
 #include "tally/upsize.h"
 
@@ -337,13 +338,6 @@ static void creds_free(creds *c)
     free(c);
 }
 
-static void utc_text(time_t t, char *buf, size_t n)
-{
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /*
 ** The leaf certificate's validity period into c, and false with err set
 ** when it is not valid now: an API server refuses an expired (or not yet
@@ -368,13 +362,13 @@ static bool leaf_valid(creds *c, const char *cert, char *err, size_t errlen)
         return false;
     }
     if (now > c->not_after) {
-        utc_text(c->not_after, when, sizeof when);
+        tly_format_time((int64_t)c->not_after, when);
         snprintf(err, errlen, "certificate %s expired at %s (notAfter): renew it (the API server refuses an "
                  "expired serving certificate)", cert, when);
         return false;
     }
     if (now < c->not_before) {
-        utc_text(c->not_before, when, sizeof when);
+        tly_format_time((int64_t)c->not_before, when);
         snprintf(err, errlen, "certificate %s is not valid before %s (notBefore): check the issuer's and this "
                  "machine's clocks", cert, when);
         return false;
@@ -1247,7 +1241,7 @@ static void expiry_warn(tly_server *srv)
     if (!due)
         return;
     char when[32];
-    utc_text(na, when, sizeof when);
+    tly_format_time((int64_t)na, when);
     long long left = (long long)((int64_t)na - (int64_t)time(NULL));
     if (left < 0)
         logf_msg(srv, TLY_LOG_ERROR, "tls-certificate-expiring", "certificate %s expired at %s: the API server "

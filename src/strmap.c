@@ -10,15 +10,16 @@
 
 #include "tally/arena.h"
 
-static uint64_t hash64(const char *s, size_t len)
+uint64_t tly_fnv1a(uint64_t h, const char *s, size_t len)
 {
-    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < len; i++) {
         h ^= (unsigned char)s[i];
         h *= 1099511628211ull;
     }
     return h;
 }
+
+static uint64_t hash64(const char *s, size_t len) { return tly_fnv1a(TLY_FNV_SEED, s, len); }
 
 void tly_strmap_init(tly_strmap *m) { memset(m, 0, sizeof *m); }
 

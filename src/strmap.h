@@ -15,6 +15,10 @@ typedef struct {
     size_t n, cap;  /* cap is a power of two or 0 */
 } tly_strmap;
 
+/* FNV-1a over s[0..len), continuing from h (start with TLY_FNV_SEED): the map's hash. */
+#define TLY_FNV_SEED 14695981039346656037ull
+uint64_t tly_fnv1a(uint64_t h, const char *s, size_t len);
+
 void tly_strmap_init(tly_strmap *m);
 void tly_strmap_free(tly_strmap *m);
 /* The value for key[0..len), or NULL. */

@@ -148,6 +148,8 @@ bool tly_dx_attr_value(tly_dctx *dx, const tly_node *v, const char *name, tly_at
 
 /* Parses an RFC 3339 time ("2026-11-29T13:29:33Z", "...+02:00", ".123Z"). */
 bool tly_parse_time(const char *s, int64_t *out);
+/* The inverse for whole seconds: t (Unix seconds) as "2026-11-29T13:29:33Z". */
+void tly_format_time(int64_t t, char buf[32]);
 
 /* ---- the kinds' decoders (src/decode_<kind>.c) -------------------------- */
 /*

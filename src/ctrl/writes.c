@@ -20,6 +20,7 @@
 #include "tally/error.h"
 #include "tally/gating.h"
 #include "tally/json.h"
+#include "strmap.h"
 
 void tly_write_now(char buf[32])
 {
@@ -222,12 +223,8 @@ static char *event_name(const char *name, const char *uid, const char *once)
 {
     unsigned long long h;
     if (once) {
-        h = 14695981039346656037ull;
-        for (const char *s = uid ? uid : ""; *s; s++)
-            h = (h ^ (unsigned char)*s) * 1099511628211ull;
-        h = (h ^ 0x1f) * 1099511628211ull;
-        for (const char *s = once; *s; s++)
-            h = (h ^ (unsigned char)*s) * 1099511628211ull;
+        const char *u = uid ? uid : "";
+        h = tly_fnv1a(tly_fnv1a(tly_fnv1a(TLY_FNV_SEED, u, strlen(u)), "\x1f", 1), once, strlen(once));
         return tly_xasprintf("%.236s.%016llx", name, h);
     }
     struct timespec ts;

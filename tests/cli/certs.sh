@@ -10,20 +10,7 @@
 #     shows the old certificate), and a rotation to a good pair is taken.
 set -u
 TALLY=$(realpath "${1:?usage: certs.sh path/to/tally}")
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-for tool in curl openssl; do
-  command -v "$tool" >/dev/null || { echo "certs.sh: $tool is missing (scripts/deps.sh test)"; exit 1; }
-done
+source tests/cli/lib/harness.sh certs.sh curl openssl
 
 mkdir "$tmp/ca"
 touch "$tmp/ca/index.txt"

@@ -9,20 +9,7 @@
 #   - with --allow-state-shrink the queue-less state is taken.
 set -u
 TALLY=$(realpath "${1:?usage: reload.sh path/to/tally}")
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-for tool in curl openssl jq; do
-  command -v "$tool" >/dev/null || { echo "reload.sh: $tool is missing (scripts/deps.sh test)"; exit 1; }
-done
+source tests/cli/lib/harness.sh reload.sh curl openssl jq
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=tally-reload" \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
 
