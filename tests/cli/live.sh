@@ -152,12 +152,15 @@ control requests/clear
 curl -s --cacert "$API_CA" "$API_URL/_test/requests" >"$tmp/reqs.json"
 jq -e '[.requests[] | .userAgent] | length > 10 and all(. == "tally/0.1.0")' "$tmp/reqs.json" >/dev/null \
   && ok || bad "requests must carry User-Agent tally/<version>"
-# The server logs arrivals; a limiter that spaces sends by 50 ms cannot give gaps much below it.
+# The server logs arrivals; a limiter that spaces sends by 50 ms makes N requests span at least
+# (N - 1) x 50 ms. The span is checked, not each gap: under load (the sanitizer suite beside the
+# plain one) one late arrival shortens the next gap without the limiter being wrong. Without a
+# limiter the requests come a few ms apart and the span is a fraction of the bound.
 python3 - "$tmp/reqs.json" <<'PY' && ok || bad "at --kube-api-qps 20 with a burst of 1, requests must be about 50 ms apart"
 import json, sys, datetime
 t = [datetime.datetime.strptime(r["time"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp() for r in json.load(open(sys.argv[1]))["requests"]]
-gaps = [b - a for a, b in zip(t[1:], t[2:])]  # the first answer waited for the TLS handshake
-sys.exit(0 if len(gaps) > 10 and min(gaps) >= 0.035 else 1)
+t = t[1:]  # the first answer waited for the TLS handshake
+sys.exit(0 if len(t) > 10 and t[-1] - t[0] >= (len(t) - 1) * 0.050 - 0.030 else 1)
 PY
 kill "$API_PID"
 
