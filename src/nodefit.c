@@ -347,30 +347,232 @@ static bool place_shared(tly_gpus *g, uint32_t want, uint32_t need, uint64_t nee
     return true;
 }
 
+/*
+** The share r asks of each of its devices on g: hundredths `need`, MiB a
+** device must have free `need_mem`, MiB it takes `charge_mem`. False when r
+** is not a shared request or cannot be one here (a gpu-memory request on a
+** node of unknown or smaller GPU memory: KAI rejects it there).
+*/
+static bool share_of(const tly_gpus *g, const tly_podreq *r, uint32_t *need, uint64_t *need_mem,
+                     uint64_t *charge_mem)
+{
+    if (r->gpu_kind == TLY_GPU_FRACTION) {
+        uint32_t portion = r->gpu_portion > 100 ? 100 : r->gpu_portion;
+        *need = portion;
+        *need_mem = 0;
+        /* Unknown memory stays 0 free; there is nothing to charge. */
+        *charge_mem = g->mem_mib ? (uint64_t)portion * g->mem_mib / 100 : 0;
+        return true;
+    }
+    if (r->gpu_kind != TLY_GPU_MEMORY)
+        return false;
+    uint64_t mem = r->gpu_memory_mib;
+    if (g->mem_mib == 0 || mem > g->mem_mib || mem > UINT64_MAX / 100)
+        return false;
+    /* ceil(100 * mem / node memory) hundredths, exactly, as KAI charges it. */
+    *need = (uint32_t)(100 * mem / g->mem_mib + (100 * mem % g->mem_mib != 0));
+    *need_mem = mem;
+    *charge_mem = mem;
+    return true;
+}
+
 bool tly_gpus_place(tly_gpus *g, const tly_podreq *r, bool take)
 {
+    uint32_t need;
+    uint64_t need_mem, charge_mem;
     switch (r->gpu_kind) {
     case TLY_GPU_WHOLE:
         return place_whole(g, r->gpu_devices, take);
-    case TLY_GPU_FRACTION: {
-        uint32_t portion = r->gpu_portion > 100 ? 100 : r->gpu_portion;
-        /* Unknown memory stays 0 free; there is nothing to charge. */
-        uint64_t charge = g->mem_mib ? (uint64_t)portion * g->mem_mib / 100 : 0;
-        return place_shared(g, r->gpu_devices, portion, 0, charge, take);
-    }
-    case TLY_GPU_MEMORY: {
-        /* KAI rejects gpu-memory pods on nodes whose GPU memory is unknown. */
-        uint64_t mem = r->gpu_memory_mib;
-        if (g->mem_mib == 0 || mem > g->mem_mib || mem > UINT64_MAX / 100)
+    case TLY_GPU_FRACTION:
+    case TLY_GPU_MEMORY:
+        if (!share_of(g, r, &need, &need_mem, &charge_mem))
             return false;
-        /* ceil(100 * mem / node memory) hundredths, exactly, as KAI charges it. */
-        uint64_t need = 100 * mem / g->mem_mib + (100 * mem % g->mem_mib != 0);
-        return place_shared(g, r->gpu_devices, (uint32_t)need, mem, mem, take);
-    }
+        return place_shared(g, r->gpu_devices, need, need_mem, charge_mem, take);
     case TLY_GPU_NONE:
     case TLY_GPU_MIG:
     default:
         /* MIG instances are node resources, not devices of this model. */
         return true;
     }
+}
+
+/* ---- the running pods' layout ------------------------------------------ */
+
+/*
+** What a running pod takes of each shared device. A gpu-memory pod on a
+** node whose GPU memory is unknown (or smaller than its request) ran
+** anyway: it is taken to fill its device, since what it really uses there
+** cannot be known and offering that room to others could over-commit it.
+*/
+static void running_share(const tly_gpus *g, const tly_podreq *r, uint32_t *need, uint64_t *mem)
+{
+    uint64_t need_mem;
+    if (!share_of(g, r, need, &need_mem, mem)) {
+        *need = 100;
+        *mem = g->mem_mib;
+    }
+}
+
+/* Charges one share to device i, down to nothing (an over-full input). */
+static void charge_device(tly_gpus *g, uint32_t i, uint32_t need, uint64_t mem)
+{
+    g->shared[i] = true;
+    g->free[i] = g->free[i] > need ? g->free[i] - need : 0;
+    g->free_mem[i] = sub_sat(g->free_mem[i], mem);
+}
+
+/*
+** A share that fits nowhere: the device with the most room that a whole-GPU
+** pod has not taken (ties: lowest index) takes it. False when every device
+** is taken whole, where there is nothing left to charge.
+*/
+static bool force_share(tly_gpus *g, uint32_t need, uint64_t mem)
+{
+    uint32_t best = UINT32_MAX;
+    for (uint32_t i = 0; i < g->ndev; i++) {
+        if (!g->shared[i] && g->free[i] != 100)
+            continue;
+        if (best == UINT32_MAX || g->free[i] > g->free[best])
+            best = i;
+    }
+    if (best == UINT32_MAX)
+        return false;
+    charge_device(g, best, need, mem);
+    return true;
+}
+
+/* Whole GPUs of running pods; past the node's devices, none is left. */
+static uint32_t layout_whole(tly_gpus *g, const tly_gpu_use *u, uint32_t n)
+{
+    uint32_t over = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        if (u[k].req->gpu_kind != TLY_GPU_WHOLE)
+            continue;
+        uint32_t want = u[k].req->gpu_devices, have = tly_gpus_whole_free(g);
+        if (want > have) {
+            want = have;
+            over++;
+        }
+        place_whole(g, want, true);
+    }
+    return over;
+}
+
+/* One group's pods, in the order the groups are laid out. */
+typedef struct {
+    const char *group;
+    uint32_t need;
+    uint64_t mem;
+} group_part;
+
+static int cmp_group_part(const void *a, const void *b)
+{
+    return strcmp(((const group_part *)a)->group, ((const group_part *)b)->group);
+}
+
+/*
+** The GPU groups: every group is one device, opened untouched and charged
+** the shares of all its pods. Groups are taken in name order only to be
+** deterministic: devices are alike, so which index a group gets changes no
+** answer. A group with no untouched device left is forced (force_share).
+*/
+static uint32_t layout_groups(tly_gpus *g, const tly_gpu_use *u, uint32_t n)
+{
+    uint32_t np = 0, over = 0;
+    for (uint32_t k = 0; k < n; k++)
+        np += u[k].ngroups;
+    if (np == 0)
+        return 0;
+    group_part *parts = tly_xmalloc(np * sizeof *parts);
+    np = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t need;
+        uint64_t mem;
+        running_share(g, u[k].req, &need, &mem);
+        for (uint32_t j = 0; j < u[k].ngroups; j++)
+            parts[np++] = (group_part){u[k].groups[j], need, mem};
+    }
+    qsort(parts, np, sizeof *parts, cmp_group_part);
+    uint32_t dev = UINT32_MAX;
+    for (uint32_t i = 0; i < np; i++) {
+        if (i == 0 || strcmp(parts[i].group, parts[i - 1].group) != 0) {
+            dev = UINT32_MAX;
+            for (uint32_t d = 0; d < g->ndev && dev == UINT32_MAX; d++)
+                if (untouched(g, d))
+                    dev = d;
+        }
+        if (dev != UINT32_MAX)
+            charge_device(g, dev, parts[i].need, parts[i].mem);
+        else {
+            (void)force_share(g, parts[i].need, parts[i].mem);
+            over++;
+        }
+    }
+    free(parts);
+    return over;
+}
+
+/* The devices a shared pod takes beyond its groups. */
+static uint32_t ungrouped_devices(const tly_gpu_use *u)
+{
+    return u->req->gpu_devices > u->ngroups ? u->req->gpu_devices - u->ngroups : 0;
+}
+
+/*
+** Shares without a group: largest first. Pods equal in all three keys take
+** the same from the same devices, so their order (qsort's) changes nothing.
+*/
+static int cmp_share(const void *pa, const void *pb, void *ctx)
+{
+    const tly_gpus *g = ctx;
+    const tly_gpu_use *a = pa, *b = pb;
+    uint32_t na, nb, wa = ungrouped_devices(a), wb = ungrouped_devices(b);
+    uint64_t ma, mb;
+    running_share(g, a->req, &na, &ma);
+    running_share(g, b->req, &nb, &mb);
+    if (na != nb)
+        return na > nb ? -1 : 1;
+    if (ma != mb)
+        return ma > mb ? -1 : 1;
+    if (wa != wb)
+        return wa > wb ? -1 : 1;
+    return 0;
+}
+
+/* A shared pod's devices beyond its groups, packed or forced. */
+static bool layout_ungrouped(tly_gpus *g, const tly_gpu_use *u)
+{
+    uint32_t need;
+    uint64_t mem;
+    running_share(g, u->req, &need, &mem);
+    uint32_t want = ungrouped_devices(u);
+    if (want == 0 || place_shared(g, want, need, 0, mem, true))
+        return true;
+    for (uint32_t j = 0; j < want; j++)
+        (void)force_share(g, need, mem);
+    return false;
+}
+
+static bool is_shared(const tly_podreq *r)
+{
+    return r->gpu_kind == TLY_GPU_FRACTION || r->gpu_kind == TLY_GPU_MEMORY;
+}
+
+uint32_t tly_gpus_layout(tly_gpus *g, tly_gpu_use *uses, uint32_t n)
+{
+    /* Shared pods to the front, then by share: the order of the last step. */
+    uint32_t ns = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        if (is_shared(uses[k].req)) {
+            tly_gpu_use t = uses[ns];
+            uses[ns++] = uses[k];
+            uses[k] = t;
+        }
+    }
+    uint32_t over = layout_whole(g, uses + ns, n - ns);
+    over += layout_groups(g, uses, ns);
+    qsort_r(uses, ns, sizeof *uses, cmp_share, g);
+    for (uint32_t k = 0; k < ns; k++)
+        over += !layout_ungrouped(g, &uses[k]);
+    return over;
 }

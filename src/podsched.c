@@ -460,6 +460,88 @@ static void use_node(nstate *n, const tly_podreq *r, int sign)
     }
 }
 
+/*
+** The running pods' GPU parts, gathered while the pods are read and laid out
+** per node once all are known (tly_gpus_layout), so that a node's layout does
+** not depend on the order, or the names, of its pods.
+*/
+typedef struct {
+    tly_gpu_use *v;
+    uint32_t *node;
+    uint32_t n, cap;
+} gpu_uses;
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The distinct values of p's labels runai-gpu-group and runai-gpu-group/<x>, sorted. */
+static const char **gpu_groups(tly_arena *a, const tly_pod *p, uint32_t *n)
+{
+    static const char key[] = "runai-gpu-group";
+    const tly_kvs *l = &p->meta.labels;
+    const char **v = NULL;
+    *n = 0;
+    for (uint32_t i = 0; i < l->n; i++) {
+        const char *k = l->v[i].key, *val = l->v[i].val;
+        if (!val || !*val || strncmp(k, key, sizeof key - 1) != 0 || (k[sizeof key - 1] && k[sizeof key - 1] != '/'))
+            continue;
+        if (!v)
+            v = tly_arena_alloc(a, l->n * sizeof *v);
+        v[(*n)++] = val;
+    }
+    if (*n < 2)
+        return v;
+    qsort(v, *n, sizeof *v, cmp_str);
+    uint32_t m = 1;
+    for (uint32_t i = 1; i < *n; i++)
+        if (strcmp(v[i], v[m - 1]) != 0)
+            v[m++] = v[i];
+    *n = m;
+    return v;
+}
+
+/* Records a bound pod's GPU part on node ni (nothing when it has none). */
+static void gpu_use_add(tly_podsched *ps, gpu_uses *gu, const tly_pod *p, const tly_podreq *r, uint32_t ni)
+{
+    if (r->gpu_kind != TLY_GPU_WHOLE && r->gpu_kind != TLY_GPU_FRACTION && r->gpu_kind != TLY_GPU_MEMORY)
+        return;
+    if (gu->n == gu->cap) {
+        gu->cap = gu->cap ? 2 * gu->cap : 64;
+        gu->v = tly_xrealloc(gu->v, gu->cap * sizeof *gu->v);
+        gu->node = tly_xrealloc(gu->node, gu->cap * sizeof *gu->node);
+    }
+    tly_podreq *copy = tly_arena_alloc(ps->a, sizeof *copy);
+    *copy = *r;
+    tly_gpu_use *u = &gu->v[gu->n];
+    u->req = copy;
+    u->groups = r->gpu_kind == TLY_GPU_WHOLE ? NULL : gpu_groups(ps->a, p, &u->ngroups);
+    if (r->gpu_kind == TLY_GPU_WHOLE)
+        u->ngroups = 0;
+    gu->node[gu->n++] = ni;
+}
+
+/* Lays out each node's running GPU pods and frees the list. */
+static void gpu_uses_layout(tly_podsched *ps, gpu_uses *gu)
+{
+    uint32_t *start = tly_xcalloc(ps->nnodes + 2, sizeof *start);
+    for (uint32_t k = 0; k < gu->n; k++)
+        start[gu->node[k] + 2]++;
+    for (uint32_t i = 2; i <= ps->nnodes + 1; i++)
+        start[i] += start[i - 1];
+    tly_gpu_use *by = tly_xmalloc((gu->n + 1) * sizeof *by);
+    for (uint32_t k = 0; k < gu->n; k++)
+        by[start[gu->node[k] + 1]++] = gu->v[k];
+    for (uint32_t i = 0; i < ps->nnodes; i++)
+        if (start[i + 1] > start[i])
+            (void)tly_gpus_layout(&ps->nodes[i].gpus, by + start[i], start[i + 1] - start[i]);
+    free(by);
+    free(start);
+    free(gu->v);
+    free(gu->node);
+}
+
 tly_podsched *tly_podsched_create(tly_store *s)
 {
     tly_podsched *ps = tly_xcalloc(1, sizeof *ps);
@@ -517,6 +599,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
     tly_dra_choice_init(&ps->dra_try);
     uint32_t np = tly_store_count(s, TLY_K_POD);
     ps->pods = tly_xcalloc(np + 1, sizeof *ps->pods);
+    gpu_uses gu = {0};
     for (uint32_t i = 0; i < np; i++) {
         const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
         bool bound = p->node_name && *p->node_name && !tly_pod_terminal(p);
@@ -528,7 +611,8 @@ tly_podsched *tly_podsched_create(tly_store *s)
         int32_t ni = bound ? node_index(ps, p->node_name) : -1;
         if (ni >= 0) {
             use_node(&ps->nodes[ni], &req, 1);
-            tly_gpus_place(&ps->nodes[ni].gpus, &req, true);
+            if (!tly_pod_is_gpu_reservation(p))
+                gpu_use_add(ps, &gu, p, &req, (uint32_t)ni);
         }
         tly_dra_choice dch;
         tly_dra_choice_init(&dch);
@@ -606,6 +690,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
             pod_lists(ps, q);
         }
     }
+    gpu_uses_layout(ps, &gu);
     /* Node classes by (GPU memory, AccountedResource match row). */
     ps->node_class = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->node_class);
     uint32_t *rep = tly_xmalloc((ps->nnodes + 1) * sizeof *rep);

@@ -431,9 +431,16 @@ const char *tly_store_queue_label_key(const tly_store *s)
     return s->queue_label_key ? s->queue_label_key : DEFAULT_QUEUE_LABEL;
 }
 
+bool tly_pod_is_gpu_reservation(const tly_pod *p)
+{
+    const char *app = tly_kvs_get(&p->meta.labels, "app");
+    return app && (strcmp(app, "kai-resource-reservation") == 0 || strcmp(app, "runai-reservation") == 0);
+}
+
 bool tly_store_is_tally_pod(const tly_store *s, const tly_pod *p)
 {
-    return p->scheduler_name && strcmp(p->scheduler_name, tly_store_scheduler_name(s)) == 0;
+    return p->scheduler_name && strcmp(p->scheduler_name, tly_store_scheduler_name(s)) == 0 &&
+           !tly_pod_is_gpu_reservation(p);
 }
 
 const char *tly_store_pod_queue(const tly_store *s, const tly_pod *p, const tly_podgroup **pg)

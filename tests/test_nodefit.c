@@ -710,10 +710,169 @@ static void test_copy_is_deep(void **state)
     assert_null(g.free);
 }
 
+/* ---------------------------------------------------------------------- */
+/* The running pods' layout                                               */
+/* ---------------------------------------------------------------------- */
+
+/* The node's free hundredths per device, sorted (which index is which does not matter). */
+static void sorted_free(const tly_gpus *g, uint32_t *out)
+{
+    for (uint32_t i = 0; i < g->ndev; i++)
+        out[i] = g->free[i];
+    for (uint32_t i = 1; i < g->ndev; i++)
+        for (uint32_t j = i; j > 0 && out[j - 1] > out[j]; j--) {
+            uint32_t t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+}
+
+static void test_layout_packs_ungrouped_shares_whatever_their_order(void **state)
+{
+    (void)state;
+    /* 0.5, 0.3, 0.5, 0.7 on 2 devices: 0.7 + 0.3 and 0.5 + 0.5, in every order. */
+    tly_podreq r[4] = {fraction(50, 1), fraction(30, 1), fraction(50, 1), fraction(70, 1)};
+    static const uint8_t perm[][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {2, 3, 0, 1}, {0, 2, 1, 3}};
+    for (size_t k = 0; k < sizeof perm / sizeof perm[0]; k++) {
+        tly_gpus g;
+        gpu_node(&g, "2", "81920");
+        tly_gpu_use u[4];
+        for (int i = 0; i < 4; i++)
+            u[i] = (tly_gpu_use){&r[perm[k][i]], NULL, 0};
+        assert_int_equal(tly_gpus_layout(&g, u, 4), 0);
+        assert_int_equal(g.free[0], 0);
+        assert_int_equal(g.free[1], 0);
+        tly_podreq tenth = fraction(10, 1);
+        assert_false(tly_gpus_place(&g, &tenth, false));
+        tly_gpus_free(&g);
+    }
+}
+
+static void test_layout_gives_each_gpu_group_its_own_device(void **state)
+{
+    (void)state;
+    tly_gpus g;
+    gpu_node(&g, "2", "81920");
+    tly_podreq half = fraction(50, 1);
+    const char *g1[] = {"group-1"}, *g2[] = {"group-2"};
+    tly_gpu_use u[2] = {{&half, g1, 1}, {&half, g2, 1}};
+    assert_int_equal(tly_gpus_layout(&g, u, 2), 0);
+    assert_int_equal(g.free[0], 50);
+    assert_int_equal(g.free[1], 50);
+    tly_podreq one = whole(1), other_half = fraction(50, 1);
+    assert_false(tly_gpus_place(&g, &one, false));
+    assert_true(tly_gpus_place(&g, &other_half, false));
+    tly_gpus_free(&g);
+}
+
+static void test_layout_sums_one_group_on_one_device(void **state)
+{
+    (void)state;
+    tly_gpus g;
+    gpu_node(&g, "2", "81920");
+    tly_podreq a = fraction(30, 1), b = fraction(40, 1);
+    const char *grp[] = {"shared"};
+    tly_gpu_use u[2] = {{&a, grp, 1}, {&b, grp, 1}};
+    assert_int_equal(tly_gpus_layout(&g, u, 2), 0);
+    uint32_t f[2];
+    sorted_free(&g, f);
+    assert_int_equal(f[0], 30);
+    assert_int_equal(f[1], 100);
+    assert_int_equal(tly_gpus_whole_free(&g), 1);
+    tly_gpus_free(&g);
+}
+
+static void test_layout_multi_device_fraction_takes_each_of_its_groups(void **state)
+{
+    (void)state;
+    tly_gpus g;
+    gpu_node(&g, "3", "81920");
+    tly_podreq two = fraction(50, 2);
+    const char *grp[] = {"g-a", "g-b"};
+    tly_gpu_use u[1] = {{&two, grp, 2}};
+    assert_int_equal(tly_gpus_layout(&g, u, 1), 0);
+    uint32_t f[3];
+    sorted_free(&g, f);
+    assert_int_equal(f[0], 50);
+    assert_int_equal(f[1], 50);
+    assert_int_equal(f[2], 100);
+    tly_gpus_free(&g);
+}
+
+static void test_layout_whole_gpus_before_groups(void **state)
+{
+    (void)state;
+    tly_gpus g;
+    gpu_node(&g, "2", "81920");
+    tly_podreq one = whole(1), tenth = fraction(10, 1);
+    const char *grp[] = {"g"};
+    tly_gpu_use u[2] = {{&tenth, grp, 1}, {&one, NULL, 0}};
+    assert_int_equal(tly_gpus_layout(&g, u, 2), 0);
+    assert_int_equal(tly_gpus_whole_free(&g), 0);
+    assert_int_equal(tly_gpus_used_hundredths(&g), 110);
+    tly_gpus_free(&g);
+}
+
+static void test_layout_of_an_over_full_node_offers_nothing_more(void **state)
+{
+    (void)state;
+    /* Three 0.6 shares cannot be laid out on two devices: the third is forced. */
+    tly_gpus g;
+    gpu_node(&g, "2", "81920");
+    tly_podreq r = fraction(60, 1);
+    tly_gpu_use u[3] = {{&r, NULL, 0}, {&r, NULL, 0}, {&r, NULL, 0}};
+    assert_int_equal(tly_gpus_layout(&g, u, 3), 1);
+    uint32_t f[2];
+    sorted_free(&g, f);
+    assert_int_equal(f[0], 0);
+    assert_int_equal(f[1], 40);
+    tly_gpus_free(&g);
+    /* Three groups on two devices; more whole GPUs than the node has. */
+    gpu_node(&g, "2", "81920");
+    const char *a[] = {"a"}, *b[] = {"b"}, *c[] = {"c"};
+    tly_podreq half = fraction(50, 1), three = whole(3);
+    tly_gpu_use v[3] = {{&half, a, 1}, {&half, b, 1}, {&half, c, 1}};
+    assert_int_equal(tly_gpus_layout(&g, v, 3), 1);
+    assert_int_equal(tly_gpus_used_hundredths(&g), 150);
+    tly_gpus_free(&g);
+    gpu_node(&g, "2", "81920");
+    tly_gpu_use w[2] = {{&three, NULL, 0}, {&half, a, 1}};
+    assert_int_equal(tly_gpus_layout(&g, w, 2), 2);
+    assert_int_equal(tly_gpus_used_hundredths(&g), 200);
+    tly_gpus_free(&g);
+}
+
+static void test_layout_gpu_memory_pod_charges_its_memory(void **state)
+{
+    (void)state;
+    tly_gpus g;
+    gpu_node(&g, "1", "81920");
+    tly_podreq m = gpu_memory(40000, 1);
+    const char *grp[] = {"g"};
+    tly_gpu_use u[1] = {{&m, grp, 1}};
+    assert_int_equal(tly_gpus_layout(&g, u, 1), 0);
+    assert_int_equal(g.free[0], 100 - 49);  /* ceil(100 x 40000 / 81900) = 49 */
+    assert_int_equal(g.free_mem[0], 81900 - 40000);
+    tly_gpus_free(&g);
+    /* Unknown GPU memory: the running gpu-memory pod is taken to fill its device. */
+    gpu_node(&g, "2", NULL);
+    tly_gpu_use v[1] = {{&m, NULL, 0}};
+    assert_int_equal(tly_gpus_layout(&g, v, 1), 0);
+    assert_int_equal(tly_gpus_used_hundredths(&g), 100);
+    tly_gpus_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_pod_fits_plain_ready_node),
+        cmocka_unit_test(test_layout_packs_ungrouped_shares_whatever_their_order),
+        cmocka_unit_test(test_layout_gives_each_gpu_group_its_own_device),
+        cmocka_unit_test(test_layout_sums_one_group_on_one_device),
+        cmocka_unit_test(test_layout_multi_device_fraction_takes_each_of_its_groups),
+        cmocka_unit_test(test_layout_whole_gpus_before_groups),
+        cmocka_unit_test(test_layout_of_an_over_full_node_offers_nothing_more),
+        cmocka_unit_test(test_layout_gpu_memory_pod_charges_its_memory),
         cmocka_unit_test(test_cordoned_node_is_unschedulable),
         cmocka_unit_test(test_cordon_is_reported_before_not_ready),
         cmocka_unit_test(test_node_not_ready_false_unknown_or_missing),

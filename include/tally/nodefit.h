@@ -17,6 +17,8 @@
 ** onto devices that already hold shared work before opening a free one
 ** (KAI's bin-packing of fractions), each of their gpu_devices on a different
 ** device. A device that holds shared work is not free for a whole-GPU pod.
+** The pods already running are laid out by tly_gpus_layout: by their GPU
+** group labels where KAI's binder wrote them, never by their names.
 */
 #ifndef TALLY_NODEFIT_H
 #define TALLY_NODEFIT_H
@@ -71,5 +73,30 @@ uint32_t tly_gpus_whole_free(const tly_gpus *g);
 bool tly_gpus_place(tly_gpus *g, const tly_podreq *r, bool take);
 /* Total hundredths in use on the node (whole devices count 100). */
 uint64_t tly_gpus_used_hundredths(const tly_gpus *g);
+
+/*
+** One running pod's GPU part on a node, for tly_gpus_layout: its request
+** and the shared devices KAI's binder put it on (the values of its labels
+** runai-gpu-group and runai-gpu-group/<anything>; distinct, in strcmp
+** order; none when the pod carries no such label).
+*/
+typedef struct {
+    const tly_podreq *req;
+    const char *const *groups;
+    uint32_t ngroups;
+} tly_gpu_use;
+
+/*
+** Puts the running pods `uses` on the devices of g, which must be fresh from
+** tly_gpus_init, as they are laid out in the cluster, whatever the pods are
+** called: whole-GPU pods first; then one device per GPU group, charged the
+** sum of its pods' shares; then shares without a group, largest first, packed
+** as tly_gpus_place packs them. uses is reordered. A pod that cannot be laid
+** out (the input puts more on the node than it has) still takes what is left:
+** its share goes to the device with the most room, down to nothing, so a
+** node is never offered more than it has. Returns how many pods (per group,
+** for shared pods) that was: 0 for a node laid out as KAI would have.
+*/
+uint32_t tly_gpus_layout(tly_gpus *g, tly_gpu_use *uses, uint32_t n);
 
 #endif

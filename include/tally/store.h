@@ -139,8 +139,19 @@ int tly_store_gating_mode(const tly_store *s);
 ** (or NULL) through *pg when pg is non-NULL.
 */
 const char *tly_store_pod_queue(const tly_store *s, const tly_pod *p, const tly_podgroup **pg);
-/* Whether tally places this pod (its schedulerName is tally's). */
+/*
+** Whether tally places this pod: its schedulerName is tally's, and it is not
+** one of KAI's GPU-sharing reservation pods, which KAI's binder creates on a
+** node for each shared device and no queue is charged for.
+*/
 bool tly_store_is_tally_pod(const tly_store *s, const tly_pod *p);
+/*
+** A KAI GPU-sharing reservation pod: label app is kai-resource-reservation
+** (KAI's default appLabel) or runai-reservation (its name before KAI). Such
+** a pod holds a device for the fraction pods that share it; their shares are
+** what the device carries, so its own GPUs are not counted again.
+*/
+bool tly_pod_is_gpu_reservation(const tly_pod *p);
 /* tally's pods whose queue is `queue`, once finished. */
 tly_pod *const *tly_store_pods_in_queue(const tly_store *s, const char *queue, uint32_t *n);
 
