@@ -40,10 +40,21 @@ static bool class_value(const tly_store *s, const char *name, int32_t *v)
     return pc != NULL;
 }
 
+/*
+** KAI's priority: the first of the PodGroup's spec.priorityClassName, the
+** label priorityClassName of the PodGroup, that label on the pod, and the
+** pod's spec.priorityClassName that names a class in the input; else the
+** globalDefault class; else 50 (contract section 2).
+*/
 int32_t tly_pod_priority(const tly_store *s, const tly_pod *p, const tly_podgroup *pg)
 {
+    static const char label[] = "priorityClassName";
     int32_t v;
     if (pg && class_value(s, pg->priority_class_name, &v))
+        return v;
+    if (pg && class_value(s, tly_kvs_get(&pg->meta.labels, label), &v))
+        return v;
+    if (class_value(s, tly_kvs_get(&p->meta.labels, label), &v))
         return v;
     if (class_value(s, p->priority_class_name, &v))
         return v;
@@ -55,10 +66,30 @@ int32_t tly_pod_priority(const tly_store *s, const tly_pod *p, const tly_podgrou
     return DEFAULT_PRIORITY;
 }
 
+/* The label kai.scheduler/preemptibility as a tly_preemptibility (UNSET for other values). */
+static int label_preemptibility(const tly_kvs *labels)
+{
+    const char *v = tly_kvs_get(labels, "kai.scheduler/preemptibility");
+    if (v && strcmp(v, "preemptible") == 0)
+        return TLY_PREEMPT_PREEMPTIBLE;
+    if (v && strcmp(v, "non-preemptible") == 0)
+        return TLY_PREEMPT_NON_PREEMPTIBLE;
+    return TLY_PREEMPT_UNSET;
+}
+
+/*
+** PodGroup spec.preemptibility, else the label kai.scheduler/preemptibility
+** of the PodGroup, else of the pod, else priority >= 100.
+*/
 bool tly_pod_non_preemptible(const tly_store *s, const tly_pod *p, const tly_podgroup *pg)
 {
-    if (pg && pg->preemptibility != TLY_PREEMPT_UNSET)
-        return pg->preemptibility == TLY_PREEMPT_NON_PREEMPTIBLE;
+    int e = pg ? pg->preemptibility : TLY_PREEMPT_UNSET;
+    if (e == TLY_PREEMPT_UNSET && pg)
+        e = label_preemptibility(&pg->meta.labels);
+    if (e == TLY_PREEMPT_UNSET)
+        e = label_preemptibility(&p->meta.labels);
+    if (e != TLY_PREEMPT_UNSET)
+        return e == TLY_PREEMPT_NON_PREEMPTIBLE;
     return tly_pod_priority(s, p, pg) >= NON_PREEMPTIBLE_PRIORITY;
 }
 
