@@ -899,6 +899,9 @@ typedef struct {
 ** -2 the pod's DRA claims use something tally does not evaluate (why).
 ** The AccountedResource charges on k are left in ps->acc_try.
 */
+static int class_check(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
+                       const char **problem);
+
 static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
                     const char **why, char *buf, size_t len, const char **problem)
 {
@@ -916,6 +919,17 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
             return -2;
         *why = NULL;
     }
+    return class_check(ps, p, k, gating, v, problem);
+}
+
+/*
+** The queue verdict for pod p on node k's class (1 accepted, -1 refused,
+** with *v and *problem), from the class cache while it holds for this pod.
+*/
+static int class_check(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
+                       const char **problem)
+{
+    bool claims = p->res.pod->nclaims > 0;
     uint32_t cl = ps->node_class[k], nacc = tly_queues_naccres(ps->qs);
     tly_qty *acc = ps->cls_acc + (size_t)cl * (nacc + 1);
     /* A pod with claims is charged by the devices chosen on each node: no class cache. */
@@ -944,6 +958,58 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
     ps->cls_problem[cl] = *problem;
     copy_acc(ps, p, cl, acc, ps->acc_try);
     return v->ok ? 1 : -1;
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+** For a pod that fits no node and that a placement-dependent limit refused on
+** some: whether the limits bind on every node class the pod could use (the
+** static predicates hold there). NULL when they do: the pod is held by queue
+** policy. Otherwise some class the pod could use accepts it and only room is
+** missing there, so it is a node-fit failure, and the result is the messages
+** of the limits that bind on the other classes (distinct, sorted), which the
+** pod's message names beside the node-fit reasons (contract section 3).
+*/
+static const char *policy_elsewhere(tly_podsched *ps, const pstate *p, bool gating)
+{
+    uint8_t *seen = tly_xcalloc(ps->nclasses + 1, 1);
+    const char **msg = tly_xmalloc((ps->nclasses + 1) * sizeof *msg);
+    uint32_t nmsg = 0;
+    bool spared = false;
+    for (uint32_t k = 0; k < ps->nnodes; k++) {
+        uint32_t cl = ps->node_class[k];
+        if (seen[cl] || tly_nodefit_static(p->res.pod, ps->nodes[k].n, NULL) != TLY_FIT_OK)
+            continue;
+        seen[cl] = 1;
+        tly_qverdict v = {.quiet = false};
+        const char *problem = NULL;
+        if (class_check(ps, p, k, gating, &v, &problem) > 0)
+            spared = true;
+        else if (v.message)
+            msg[nmsg++] = v.message;
+    }
+    const char *out = NULL;
+    if (spared) {
+        qsort(msg, nmsg, sizeof *msg, cmp_cstr);
+        size_t cap = 1;
+        for (uint32_t i = 0; i < nmsg; i++)
+            cap += strlen(msg[i]) + 1;
+        char *b = tly_arena_alloc(ps->a, cap), *w = b;
+        for (uint32_t i = 0; i < nmsg; i++) {
+            if (i && !strcmp(msg[i], msg[i - 1]))
+                continue;
+            w += sprintf(w, "%s%s", w == b ? "" : " ", msg[i]);
+        }
+        *w = 0;
+        out = b;
+    }
+    free(seen);
+    free(msg);
+    return out;
 }
 
 /*
@@ -1034,6 +1100,12 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         }
         if (best < 0) {
             *nodes_msg = unschedulable_message(ps, counts, nc);
+            const char *where;
+            if (*any_policy && !p->res.pod->nclaims && (where = policy_elsewhere(ps, p, gating))) {
+                /* Not queue policy: a node of the class the limit spares would run it. */
+                *nodes_msg = tly_arena_printf(ps->a, "%s %s", *nodes_msg, where);
+                *any_policy = false;
+            }
             return false;
         }
     }
