@@ -56,6 +56,100 @@ void tly_decode_priority_class(tly_dctx *dx, const tly_node *obj, tly_priority_c
 
 /* ---- PodGroup ----------------------------------------------------------- */
 
+/* A count that must be >= 0 (minMember, minSubGroup); -1 when absent or bad. */
+static int32_t min_count(tly_dctx *dx, const tly_node *map, const char *key)
+{
+    int32_t v;
+    if (!tly_dx_int32(dx, map, key, &v))
+        return -1;
+    if (v < 0) {
+        tly_dx_error(dx, member(map, key), key, "must be greater than or equal to 0");
+        return -1;
+    }
+    return v;
+}
+
+/* topologyConstraint.{requiredTopologyLevel,preferredTopologyLevel} ("" is unset). */
+static void topology(tly_dctx *dx, const tly_node *map, const char **required, const char **preferred)
+{
+    const tly_node *tc = tly_dx_map(dx, map, "topologyConstraint");
+    size_t mark = tly_dx_push(dx, "topologyConstraint");
+    if (tly_dx_str(dx, tc, "requiredTopologyLevel", required) && !**required)
+        *required = NULL;
+    if (preferred && tly_dx_str(dx, tc, "preferredTopologyLevel", preferred) && !**preferred)
+        *preferred = NULL;
+    tly_dx_pop(dx, mark);
+}
+
+/* The index of the subgroup called name among the first n, or -1. */
+static int32_t subgroup_index(const tly_subgroup *v, uint32_t n, const char *name)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (v[i].name && strcmp(v[i].name, name) == 0)
+            return (int32_t)i;
+    return -1;
+}
+
+/*
+** Links each subgroup to its parent and refuses a tree that cannot be
+** evaluated: a duplicate name, an unknown parent, a cycle. (KAI's webhook
+** refuses these too, so a real cluster cannot hold them.)
+*/
+static void link_subgroups(tly_dctx *dx, const tly_node *seq, tly_podgroup *out)
+{
+    for (uint32_t i = 0; i < out->nsubgroups; i++) {
+        tly_subgroup *g = &out->subgroups[i];
+        size_t m = tly_dx_push_idx(dx, i);
+        const tly_node *it = tly_node_at(seq, i);
+        if (subgroup_index(out->subgroups, i, g->name) >= 0)
+            tly_dx_error(dx, member(it, "name"), "name", "duplicate subgroup name %s", g->name);
+        g->parent_idx = g->parent ? subgroup_index(out->subgroups, out->nsubgroups, g->parent) : -1;
+        if (g->parent && g->parent_idx < 0)
+            tly_dx_error(dx, member(it, "parent"), "parent", "names no subgroup of this PodGroup: %s",
+                         g->parent);
+        tly_dx_pop(dx, m);
+    }
+    for (uint32_t i = 0; i < out->nsubgroups; i++) {
+        int32_t at = out->subgroups[i].parent_idx;
+        for (uint32_t steps = 0; at >= 0; steps++, at = out->subgroups[at].parent_idx) {
+            if (steps > out->nsubgroups) {
+                size_t m = tly_dx_push_idx(dx, i);
+                tly_dx_error(dx, tly_node_at(seq, i), "parent", "the parents of subgroup %s form a cycle",
+                             out->subgroups[i].name);
+                tly_dx_pop(dx, m);
+                out->subgroups[i].parent_idx = -1;
+                break;
+            }
+        }
+    }
+}
+
+/* spec.subGroups: name, parent, minMember, minSubGroup, topologyConstraint. */
+static void subgroups(tly_dctx *dx, const tly_node *spec, tly_podgroup *out)
+{
+    const tly_node *seq = tly_dx_seq(dx, spec, "subGroups");
+    if (!seq || seq->nkids == 0)
+        return;
+    out->subgroups = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *out->subgroups);
+    size_t mark = tly_dx_push(dx, "subGroups");
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t m = tly_dx_push_idx(dx, i);
+        tly_subgroup *g = &out->subgroups[i];
+        if (tly_dx_req_str(dx, it, "name", &g->name) && !*g->name)
+            tly_dx_error(dx, member(it, "name"), "name", "must not be empty");
+        if (tly_dx_str(dx, it, "parent", &g->parent) && !*g->parent)
+            g->parent = NULL;
+        g->min_member = min_count(dx, it, "minMember");
+        g->min_subgroup = min_count(dx, it, "minSubGroup");
+        topology(dx, it, &g->required_topology, NULL);
+        tly_dx_pop(dx, m);
+    }
+    out->nsubgroups = i;
+    link_subgroups(dx, seq, out);
+    tly_dx_pop(dx, mark);
+}
+
 void tly_decode_podgroup(tly_dctx *dx, const tly_node *obj, tly_podgroup *out)
 {
     /* KAI's pod grouper treats an absent minMember as a gang of one. */
@@ -72,9 +166,14 @@ void tly_decode_podgroup(tly_dctx *dx, const tly_node *obj, tly_podgroup *out)
         if (mm < 0)
             tly_dx_error(dx, member(spec, "minMember"), "minMember",
                          "must be greater than or equal to 0");
-        else
+        else {
             out->min_member = mm;
+            out->min_member_set = true;
+        }
     }
+    out->min_subgroup = min_count(dx, spec, "minSubGroup");
+    topology(dx, spec, &out->required_topology, &out->preferred_topology);
+    subgroups(dx, spec, out);
 
     tly_dx_str(dx, spec, "priorityClassName", &out->priority_class_name);
     if (out->priority_class_name && !*out->priority_class_name)

@@ -20,6 +20,7 @@
 #include "tally/accounted.h"
 #include "tally/dra.h"
 #include "tally/error.h"
+#include "tally/gang.h"
 #include "tally/nodefit.h"
 #include "tally/podcharge.h"
 
@@ -45,6 +46,7 @@ typedef struct {
     tly_podreq req;
     tly_dra_choice dra;      /* its DRA devices (placed or bound pods with claims) */
     const tly_podgroup *pg;
+    int32_t subgroup;     /* its leaf subgroup in pg (tly_gang_subgroup_of), or -1 */
     int32_t queue;        /* index in the queues, or -1 */
     int32_t priority;
     bool non_preemptible;
@@ -97,6 +99,9 @@ struct tly_podsched {
     tly_dra *dra;                  /* DRA devices, claims and their charges */
     tly_dra_choice dra_try;        /* the current candidate node's DRA choice */
     uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
+    uint32_t **sg_running;         /* per PodGroup with subgroups: pods Running per subgroup */
+    int32_t *pg_topo_node;         /* per PodGroup: the node of one of its Running pods, or -1 */
+    const uint8_t *mask;           /* while a topology domain is tried: its nodes */
 };
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -542,6 +547,20 @@ static void gpu_uses_layout(tly_podsched *ps, gpu_uses *gu)
     free(gu->node);
 }
 
+/* A Running pod of a PodGroup: counted for its gang, its subgroup and its topology domain. */
+static void count_running(tly_podsched *ps, const pstate *q, int32_t node)
+{
+    uint32_t pgi = pg_index(ps->s, q->pg);
+    ps->pg_running[pgi]++;
+    if (q->subgroup >= 0) {
+        if (!ps->sg_running[pgi])
+            ps->sg_running[pgi] = tly_xcalloc(q->pg->nsubgroups + 1, sizeof **ps->sg_running);
+        ps->sg_running[pgi][q->subgroup]++;
+    }
+    if (node >= 0 && ps->pg_topo_node[pgi] < 0)
+        ps->pg_topo_node[pgi] = node;
+}
+
 tly_podsched *tly_podsched_create(tly_store *s)
 {
     tly_podsched *ps = tly_xcalloc(1, sizeof *ps);
@@ -594,7 +613,12 @@ tly_podsched *tly_podsched_create(tly_store *s)
     ps->accx = tly_acc_index_create(ps->qs, live);
     free(live);
     ps->acc_job = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
-    ps->pg_running = tly_xcalloc(tly_store_count(s, TLY_K_PODGROUP) + 1, sizeof *ps->pg_running);
+    uint32_t npg = tly_store_count(s, TLY_K_PODGROUP);
+    ps->pg_running = tly_xcalloc(npg + 1, sizeof *ps->pg_running);
+    ps->sg_running = tly_xcalloc(npg + 1, sizeof *ps->sg_running);
+    ps->pg_topo_node = tly_xmalloc((npg + 1) * sizeof *ps->pg_topo_node);
+    for (uint32_t i = 0; i <= npg; i++)
+        ps->pg_topo_node[i] = -1;
     ps->dra = tly_dra_create(s);
     tly_dra_choice_init(&ps->dra_try);
     uint32_t np = tly_store_count(s, TLY_K_POD);
@@ -632,6 +656,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
         q->dra = dch;
         q->res.pod = p;
         q->res.queue = tly_store_pod_queue(s, p, &q->pg);
+        q->subgroup = tly_gang_subgroup_of(q->pg, p);
         q->queue = tly_queues_find(ps->qs, q->res.queue);
         q->priority = tly_pod_priority(s, p, q->pg);
         q->non_preemptible = tly_pod_non_preemptible(s, p, q->pg);
@@ -642,7 +667,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
         } else if (bound) {
             q->res.state = "Running";
             if (q->pg)
-                ps->pg_running[pg_index(s, q->pg)]++;
+                count_running(ps, q, ni);
             q->res.node = p->node_name;
             q->done = true;
             if (ni < 0)
@@ -771,6 +796,10 @@ void tly_podsched_destroy(tly_podsched *ps)
         tly_dra_choice_free(&ps->pods[i].dra);
     tly_dra_choice_free(&ps->dra_try);
     tly_dra_destroy(ps->dra);
+    for (uint32_t i = 0; i < tly_store_count(ps->s, TLY_K_PODGROUP); i++)
+        free(ps->sg_running[i]);
+    free(ps->sg_running);
+    free(ps->pg_topo_node);
     free(ps->pg_running);
     tly_acc_match_free(&ps->match);
     tly_acc_index_destroy(ps->accx);
@@ -905,6 +934,10 @@ static int class_check(tly_podsched *ps, const pstate *p, uint32_t k, bool gatin
 static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
                     const char **why, char *buf, size_t len, const char **problem)
 {
+    if (ps->mask && !ps->mask[k]) {
+        *why = "node(s) outside the topology domain tried";
+        return 0;
+    }
     *why = misfit(ps, p, &ps->nodes[k], buf, len);
     if (*why)
         return 0;
@@ -982,7 +1015,8 @@ static const char *policy_elsewhere(tly_podsched *ps, const pstate *p, bool gati
     bool spared = false;
     for (uint32_t k = 0; k < ps->nnodes; k++) {
         uint32_t cl = ps->node_class[k];
-        if (seen[cl] || tly_nodefit_static(p->res.pod, ps->nodes[k].n, NULL) != TLY_FIT_OK)
+        if (seen[cl] || (ps->mask && !ps->mask[k]) ||
+            tly_nodefit_static(p->res.pod, ps->nodes[k].n, NULL) != TLY_FIT_OK)
             continue;
         seen[cl] = 1;
         tly_qverdict v = {.quiet = false};
@@ -1168,6 +1202,359 @@ static void undo(tly_podsched *ps, placement *pl)
     p->res.message = NULL;
 }
 
+/* ---- gangs ------------------------------------------------------------------------- */
+
+/* One attempt at placing a unit's pods, and what each pod met. */
+typedef struct {
+    placement *pl;          /* the placements made, in order */
+    uint32_t placed;
+    char **msgs;            /* per pod: why no node fits */
+    bool *pol;              /* per pod: refused by queue policy */
+    tly_qverdict *pols;
+    const char **unsup;     /* per pod: UnsupportedConstraint (then decided) */
+    tly_qverdict policy;    /* the first policy refusal */
+    bool any_policy;
+    const char *gang_msg;   /* why the gang as a whole cannot run, or NULL */
+    const char *topo_msg;   /* why no topology domain takes it, or NULL */
+} attempt;
+
+static void attempt_init(tly_podsched *ps, attempt *at, uint32_t n)
+{
+    memset(at, 0, sizeof *at);
+    at->pl = tly_xmalloc((n + 1) * sizeof *at->pl);
+    at->msgs = tly_arena_zalloc(ps->a, n * sizeof *at->msgs);
+    at->pol = tly_arena_zalloc(ps->a, n * sizeof *at->pol);
+    at->pols = tly_arena_zalloc(ps->a, n * sizeof *at->pols);
+    at->unsup = tly_arena_zalloc(ps->a, n * sizeof *at->unsup);
+}
+
+/* Places the unit's pods in order, leaving out those with skip[k] set. */
+static void attempt_run(tly_podsched *ps, const uint32_t *unit, uint32_t n, bool gating,
+                        const uint8_t *skip, attempt *at)
+{
+    at->placed = 0;
+    at->any_policy = false;
+    for (uint32_t k = 0; k < n; k++) {
+        at->msgs[k] = NULL;
+        at->pol[k] = false;
+        if ((skip && skip[k]) || ps->pods[unit[k]].done)
+            continue;
+        bool anyp = false;
+        tly_qverdict pv = {0};
+        if (place_pod(ps, unit[k], gating, &at->pl[at->placed], &pv, &anyp, &at->msgs[k], &at->unsup[k])) {
+            at->placed++;
+            continue;
+        }
+        if (at->unsup[k]) {
+            decide(&ps->pods[unit[k]], "Unschedulable", "UnsupportedConstraint", at->unsup[k]);
+            continue;
+        }
+        at->pol[k] = anyp;
+        at->pols[k] = pv;
+        if (anyp && !at->any_policy) {
+            at->policy = pv;
+            at->any_policy = true;
+        }
+    }
+}
+
+/* Takes every placement of the attempt back, newest first. */
+static void attempt_undo(tly_podsched *ps, attempt *at)
+{
+    for (uint32_t k = at->placed; k-- > 0;)
+        undo(ps, &at->pl[k]);
+    at->placed = 0;
+}
+
+static void bind_placed(tly_podsched *ps, attempt *at)
+{
+    for (uint32_t k = 0; k < at->placed; k++) {
+        pstate *p = &ps->pods[at->pl[k].pod];
+        tly_gpus_free(&at->pl[k].before);
+        p->res.node = ps->nodes[p->node].n->meta.name;
+        p->res.charges = p->charge.acc_list;
+        p->res.ncharges = p->charge.nacc_list;
+        decide(p, "Bound", NULL, p->res.message);
+    }
+}
+
+/* The running pods of pg per subgroup (count[i]) and in all (the return value). */
+static uint32_t running_in_subgroups(const tly_podsched *ps, const tly_podgroup *pg, uint32_t *count)
+{
+    uint32_t pgi = pg_index(ps->s, pg);
+    for (uint32_t i = 0; i < pg->nsubgroups; i++)
+        count[i] = ps->sg_running && ps->sg_running[pgi] ? ps->sg_running[pgi][i] : 0;
+    return ps->pg_running[pgi];
+}
+
+/*
+** For a PodGroup with subgroups: the pods each leaf subgroup needs for its
+** minimum go first, in unit order, then the rest, so that optional pods of
+** one subgroup cannot take the room another's minimum needs.
+*/
+static void order_required_first(tly_podsched *ps, const tly_podgroup *pg, uint32_t *unit, uint32_t n)
+{
+    uint32_t *left = tly_xcalloc(pg->nsubgroups + 1, sizeof *left);
+    (void)running_in_subgroups(ps, pg, left);
+    for (uint32_t i = 0; i < pg->nsubgroups; i++)
+        left[i] = tly_gang_subgroup_need(pg, i, left[i]);
+    uint32_t *tmp = tly_xmalloc((n + 1) * sizeof *tmp), m = 0;
+    uint8_t *first = tly_xcalloc(n + 1, 1);
+    for (uint32_t k = 0; k < n; k++) {
+        int32_t sg = ps->pods[unit[k]].subgroup;
+        if (sg < 0 || left[sg] > 0) {
+            first[k] = 1;
+            if (sg >= 0)
+                left[sg]--;
+        }
+    }
+    for (uint32_t pass = 1; pass <= 2; pass++)
+        for (uint32_t k = 0; k < n; k++)
+            if (first[k] == (pass == 1))
+                tmp[m++] = unit[k];
+    memcpy(unit, tmp, n * sizeof *unit);
+    free(tmp);
+    free(first);
+    free(left);
+}
+
+static bool subgroup_has_children(const tly_podgroup *pg, uint32_t i)
+{
+    for (uint32_t j = 0; j < pg->nsubgroups; j++)
+        if (pg->subgroups[j].parent_idx == (int32_t)i)
+            return true;
+    return false;
+}
+
+/*
+** Whether the placed pods satisfy the gang. For subgroups, keep[k] (per pod
+** of the unit) says which placed pods may stay: the others belong to a
+** subgroup below its minimum. The message of a shortfall goes to at->gang_msg.
+*/
+static bool gang_satisfied(tly_podsched *ps, const tly_podgroup *pg, const uint32_t *unit, uint32_t n,
+                           uint32_t need, attempt *at, uint8_t *drop)
+{
+    if (!pg || pg->nsubgroups == 0) {
+        if (at->placed >= need)
+            return true;
+        if (pg)
+            at->gang_msg = tly_arena_printf(ps->a, "PodGroup %s needs %u pods placed together; only %u fit. ",
+                                            pg->meta.name, need, at->placed);
+        return false;
+    }
+    uint32_t *count = tly_xcalloc(pg->nsubgroups + 1, sizeof *count);
+    uint8_t *keep = tly_xcalloc(pg->nsubgroups + 1, 1);
+    uint32_t total = running_in_subgroups(ps, pg, count);
+    for (uint32_t k = 0; k < at->placed; k++) {
+        int32_t sg = ps->pods[at->pl[k].pod].subgroup;
+        if (sg >= 0)
+            count[sg]++;
+    }
+    total += at->placed;
+    int32_t short_of = -1;
+    bool ok = tly_gang_satisfied(pg, count, total, keep, &short_of);
+    for (uint32_t k = 0; k < n; k++) {
+        int32_t sg = ps->pods[unit[k]].subgroup;
+        drop[k] = ok && sg >= 0 && !keep[sg];
+    }
+    if (!ok && short_of >= 0 && !subgroup_has_children(pg, (uint32_t)short_of)) {
+        int32_t mm = pg->subgroups[short_of].min_member;
+        uint32_t m = mm > 0 ? (uint32_t)mm : 0;
+        at->gang_msg = tly_arena_printf(ps->a, "SubGroup %s of PodGroup %s needs %u pods placed together; only %u fit. ",
+                                        pg->subgroups[short_of].name, pg->meta.name, m, count[short_of]);
+    } else if (!ok && short_of >= 0) {
+        const tly_subgroup *g = &pg->subgroups[short_of];
+        at->gang_msg = tly_arena_printf(ps->a, "SubGroup %s of PodGroup %s needs %s of its subgroups placed; fewer can be. ",
+                                        g->name, pg->meta.name,
+                                        g->min_subgroup >= 0 ? tly_arena_printf(ps->a, "%d", g->min_subgroup) : "all");
+    } else if (!ok) {
+        at->gang_msg = tly_arena_printf(ps->a, "PodGroup %s cannot run: %s. ", pg->meta.name,
+                                        pg->min_subgroup >= 0 ? "fewer of its subgroups than minSubGroup can be placed"
+                                                              : "fewer pods than minMember can be placed");
+    }
+    free(count);
+    free(keep);
+    return ok;
+}
+
+/*
+** Places a gang: its pods in order; for subgroups, again without the pods of
+** the subgroups that fall short of their minimum, until what is placed
+** holds (each round drops at least one subgroup, so there are at most as
+** many rounds as subgroups). False, with everything taken back, when the
+** gang cannot run.
+*/
+static bool place_gang(tly_podsched *ps, const uint32_t *unit, uint32_t n, bool gating, uint32_t need,
+                       attempt *at)
+{
+    const tly_podgroup *pg = ps->pods[unit[0]].pg;
+    if (pg && !pg->nsubgroups && need > n) {
+        at->gang_msg = tly_arena_printf(ps->a, "PodGroup %s needs %u pods placed together; only %u exist. ",
+                                        pg->meta.name, need, n);
+        return false;
+    }
+    uint8_t *skip = tly_arena_zalloc(ps->a, n + 1), *drop = tly_arena_zalloc(ps->a, n + 1);
+    for (uint32_t round = 0;; round++) {
+        attempt_run(ps, unit, n, gating, skip, at);
+        if (!gang_satisfied(ps, pg, unit, n, need, at, drop)) {
+            attempt_undo(ps, at);
+            return false;
+        }
+        bool more = false;
+        for (uint32_t k = 0; k < n; k++)
+            if (drop[k] && !skip[k]) {
+                skip[k] = 1;
+                more = more || ps->pods[unit[k]].node >= 0;
+            }
+        if (!more || round > pg->nsubgroups)
+            break;
+        attempt_undo(ps, at);
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        int32_t sg = ps->pods[unit[k]].subgroup;
+        if (skip[k] && !ps->pods[unit[k]].done && sg >= 0) {
+            int32_t mm = pg->subgroups[sg].min_member;
+            at->msgs[k] = tly_arena_printf(ps->a, "SubGroup %s of PodGroup %s cannot reach its minMember %d; none of its pods is placed",
+                                           pg->subgroups[sg].name, pg->meta.name, mm > 0 ? mm : 0);
+            at->pol[k] = false;
+        }
+    }
+    return true;
+}
+
+/* ---- required topology -------------------------------------------------------------- */
+
+/* One node in a topology domain: the value of the level's label. */
+typedef struct {
+    const char *value;
+    uint32_t node;
+} domain_node;
+
+static int cmp_domain_node(const void *a, const void *b)
+{
+    const domain_node *x = a, *y = b;
+    int c = strcmp(x->value, y->value);
+    return c ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+/* A domain: a run of domain_nodes with one value, and what is free in it. */
+typedef struct {
+    uint32_t first, n;
+    uint64_t free_h;
+    tly_i128 free_cpu;
+} domain;
+
+/* Fullest first, as KAI bin-packs domains; then by the label value. */
+static int cmp_domain(const void *pa, const void *pb, void *ctx)
+{
+    const domain *a = pa, *b = pb;
+    const domain_node *dn = ctx;
+    if (a->free_h != b->free_h)
+        return a->free_h < b->free_h ? -1 : 1;
+    if (a->free_cpu != b->free_cpu)
+        return a->free_cpu < b->free_cpu ? -1 : 1;
+    return strcmp(dn[a->first].value, dn[b->first].value);
+}
+
+/*
+** The domains of topology label `key`, fullest first: nodes with the same
+** value of it. *nd receives the nodes (grouped by domain); *missing counts the
+** nodes without the label.
+*/
+static domain *topology_domains(tly_podsched *ps, const char *key, domain_node **nd, uint32_t *ndom,
+                                uint32_t *missing)
+{
+    domain_node *v = tly_xmalloc((ps->nnodes + 1) * sizeof *v);
+    uint32_t nv = 0;
+    *missing = 0;
+    for (uint32_t k = 0; k < ps->nnodes; k++) {
+        const char *val = tly_kvs_get(&ps->nodes[k].n->meta.labels, key);
+        if (val)
+            v[nv++] = (domain_node){val, k};
+        else
+            (*missing)++;
+    }
+    qsort(v, nv, sizeof *v, cmp_domain_node);
+    domain *d = tly_xmalloc((nv + 1) * sizeof *d);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < nv; i++) {
+        if (i == 0 || strcmp(v[i].value, v[i - 1].value) != 0)
+            d[m++] = (domain){i, 0, 0, 0};
+        const nstate *n = &ps->nodes[v[i].node];
+        d[m - 1].n++;
+        d[m - 1].free_h += n->free_h;
+        d[m - 1].free_cpu += n->free_cpu;
+    }
+    qsort_r(d, m, sizeof *d, cmp_domain, v);
+    *nd = v;
+    *ndom = m;
+    return d;
+}
+
+/*
+** A PodGroup whose spec.topologyConstraint.requiredTopologyLevel names a node
+** label: every pod runs in one domain of it (nodes with one value), on nodes
+** that have the label. The pods already running fix the domain. Domains are
+** tried fullest first and the first where the gang holds is taken, so the
+** chosen one is the fullest that fits (KAI's domain bin-packing). The
+** Topology CRD is not read: a domain is one value of the label, so racks named
+** alike in two zones are one domain here.
+*/
+static bool place_in_domain(tly_podsched *ps, const uint32_t *unit, uint32_t n, bool gating, uint32_t need,
+                            attempt *at)
+{
+    const tly_podgroup *pg = ps->pods[unit[0]].pg;
+    const char *key = pg->required_topology;
+    domain_node *dn;
+    uint32_t nd, missing;
+    domain *d = topology_domains(ps, key, &dn, &nd, &missing);
+    int32_t fixed = ps->pg_topo_node ? ps->pg_topo_node[pg_index(ps->s, pg)] : -1;
+    const char *fixed_val = fixed >= 0 ? tly_kvs_get(&ps->nodes[fixed].n->meta.labels, key) : NULL;
+    uint8_t *mask = tly_xcalloc(ps->nnodes + 1, 1);
+    bool ok = false;
+    uint32_t tried = 0;
+    for (uint32_t i = 0; i < nd && !ok; i++) {
+        if (fixed >= 0 && (!fixed_val || strcmp(fixed_val, dn[d[i].first].value) != 0))
+            continue;
+        tried++;
+        memset(mask, 0, ps->nnodes);
+        for (uint32_t j = 0; j < d[i].n; j++)
+            mask[dn[d[i].first + j].node] = 1;
+        ps->mask = mask;
+        at->gang_msg = NULL;
+        ok = place_gang(ps, unit, n, gating, need, at);
+    }
+    ps->mask = NULL;
+    if (!ok && !at->any_policy) {
+        const char *lack = missing ? tly_arena_printf(ps->a, "; %u node(s) lack the label", missing) : "";
+        if (fixed >= 0)
+            at->topo_msg = tly_arena_printf(
+                ps->a, "PodGroup %s requires its pods in one %s domain and its running pods are in %s%s%s: the rest do not fit there%s",
+                pg->meta.name, key, fixed_val ? "domain " : "", fixed_val ? fixed_val : "no domain (their node lacks the label)",
+                "", lack);
+        else
+            at->topo_msg = tly_arena_printf(ps->a, "PodGroup %s requires its pods in one %s domain: none of the %u domain(s) fits them%s",
+                                            pg->meta.name, key, tried, lack);
+    }
+    free(mask);
+    free(d);
+    free(dn);
+    return ok;
+}
+
+/*
+** A required topology constraint on a subgroup is not evaluated (only the
+** PodGroup's own is): the message that says so, or NULL.
+*/
+static const char *subgroup_topology(tly_podsched *ps, const tly_podgroup *pg)
+{
+    for (uint32_t i = 0; pg && i < pg->nsubgroups; i++)
+        if (pg->subgroups[i].required_topology)
+            return tly_arena_printf(ps->a, "SubGroup %s of PodGroup %s has a required topology constraint (%s), which tally does not evaluate",
+                                    pg->subgroups[i].name, pg->meta.name, pg->subgroups[i].required_topology);
+    return NULL;
+}
+
 /* Places one workload: the pending pods in unit[0..n). */
 static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
 {
@@ -1195,11 +1582,18 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
     if (m == 0)
         return;
     n = m;
+    const char *sgt = subgroup_topology(ps, pg);
+    if (sgt) {
+        for (uint32_t k = 0; k < n; k++)
+            decide(&ps->pods[unit[k]], "Unschedulable", "UnsupportedConstraint", sgt);
+        return;
+    }
     uint32_t running = pg ? ps->pg_running[pg_index(ps->s, pg)] : 0;
     uint32_t min_member = pg ? (uint32_t)(pg->min_member > 0 ? pg->min_member : 1) : 1;
+    /* Placed together or not at all: fewer pods than the minimum wait for the rest (as KAI). */
     uint32_t need = min_member > running ? min_member - running : 1;
-    if (need > n)
-        need = n;  /* fewer pending than the minimum: place what exists (KAI would wait) */
+    if (pg && pg->nsubgroups)
+        order_required_first(ps, pg, unit, n);
 
     tly_qverdict v;
     int32_t q = tly_queues_admissible(ps->qs, first->res.queue, &v);
@@ -1242,82 +1636,54 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
             held(ps, &ps->pods[unit[k]], &v);
         return;
     }
-    placement *pl = tly_xmalloc(n * sizeof *pl);
-    uint32_t placed = 0;
-    tly_qverdict policy = {0};
-    bool any_policy = false;
-    char **msgs = tly_arena_zalloc(ps->a, n * sizeof *msgs);
-    bool *pol = tly_arena_zalloc(ps->a, n * sizeof *pol);
-    tly_qverdict *pols = tly_arena_zalloc(ps->a, n * sizeof *pols);
-    const char **unsup = tly_arena_zalloc(ps->a, n * sizeof *unsup);
-    for (uint32_t k = 0; k < n; k++) {
-        bool anyp = false;
-        tly_qverdict pv = {0};
-        if (place_pod(ps, unit[k], gating, &pl[placed], &pv, &anyp, &msgs[k], &unsup[k])) {
-            placed++;
-            continue;
-        }
-        if (unsup[k]) {
-            decide(&ps->pods[unit[k]], "Unschedulable", "UnsupportedConstraint", unsup[k]);
-            continue;
-        }
-        pol[k] = anyp;
-        pols[k] = pv;
-        if (anyp && !any_policy) {
-            policy = pv;
-            any_policy = true;
-        }
-    }
-    if (placed >= need) {
-        for (uint32_t k = 0; k < placed; k++) {
-            pstate *p = &ps->pods[pl[k].pod];
-            tly_gpus_free(&pl[k].before);
-            p->res.node = ps->nodes[p->node].n->meta.name;
-            p->res.charges = p->charge.acc_list;
-            p->res.ncharges = p->charge.nacc_list;
-            decide(p, "Bound", NULL, p->res.message);
-        }
+    attempt at;
+    attempt_init(ps, &at, n);
+    const char *topo = pg ? pg->required_topology : NULL;
+    bool ok;
+    if (topo)
+        ok = place_in_domain(ps, unit, n, gating, need, &at);
+    else
+        ok = place_gang(ps, unit, n, gating, need, &at);
+    if (ok) {
+        bind_placed(ps, &at);
         for (uint32_t k = 0; k < n; k++) {
             pstate *p = &ps->pods[unit[k]];
             if (p->done)
                 continue;
-            if (pol[k])
-                held(ps, p, &pols[k]);
+            if (at.pol[k])
+                held(ps, p, &at.pols[k]);
             else
-                decide(p, "Unschedulable", "Unschedulable", msgs[k]);
+                decide(p, "Unschedulable", "Unschedulable",
+                       at.msgs[k] ? at.msgs[k] : at.gang_msg ? at.gang_msg : "no node fits it");
         }
-        free(pl);
+        free(at.pl);
         return;
     }
-    /* Not enough: roll the gang back, newest first. */
-    for (uint32_t k = placed; k-- > 0;)
-        undo(ps, &pl[k]);
-    free(pl);
-    const char *gang = pg ? tly_arena_printf(ps->a, "PodGroup %s needs %u pods placed together; only %u fit. ",
-                                             pg->meta.name, need, placed)
-                          : "";
+    free(at.pl);
+    const char *gang = at.gang_msg ? at.gang_msg : "";
     for (uint32_t k = 0; k < n; k++) {
         pstate *p = &ps->pods[unit[k]];
-        if (unsup[k])
+        if (p->done)
             continue;  /* already decided: UnsupportedConstraint */
-        if (any_policy) {
-            tly_qverdict gv = policy;
-            gv.message = tly_arena_printf(ps->a, "%s%s", gang, policy.message);
+        if (at.any_policy) {
+            tly_qverdict gv = at.policy;
+            gv.message = tly_arena_printf(ps->a, "%s%s", gang, at.policy.message);
             held(ps, p, &gv);
         } else {
-            const char *m2 = msgs[k] ? msgs[k] : "the other pods of its PodGroup do not fit";
-            decide(p, "Unschedulable", "Unschedulable", tly_arena_printf(ps->a, "%s%s", gang, m2));
+            const char *m2 = at.msgs[k] ? at.msgs[k] : "the other pods of its PodGroup do not fit";
+            decide(p, "Unschedulable", "Unschedulable",
+                   at.topo_msg ? at.topo_msg : tly_arena_printf(ps->a, "%s%s", gang, m2));
         }
     }
     /* Passed the queue checks but fits no node: Reserved for later workloads.
        Pods refused as UnsupportedConstraint are not waiting for room: they
        reserve nothing. */
-    if (!any_policy && gating) {
+    if (!at.any_policy && gating) {
         tly_qcharge rsv;
         memset(&rsv, 0, sizeof rsv);
         bool any = false;
         for (uint32_t k = 0; k < n; k++) {
-            if (unsup[k])
+            if (at.unsup[k])
                 continue;
             tly_qcharge c;
             pstate *p = &ps->pods[unit[k]];

@@ -293,10 +293,30 @@ typedef enum {
     TLY_PREEMPT_NON_PREEMPTIBLE
 } tly_preemptibility;
 
+/*
+** One of a PodGroup's spec.subGroups (KAI's hierarchical PodGroups). Pods
+** join a leaf subgroup by the label kai.scheduler/subgroup-name. The tree is
+** checked by the decoder: names unique, parents known, no cycles.
+*/
+typedef struct {
+    const char *name;
+    const char *parent;          /* NULL: a direct child of the PodGroup */
+    int32_t parent_idx;          /* index in subgroups, -1 for the PodGroup */
+    int32_t min_member;          /* -1 unset */
+    int32_t min_subgroup;        /* -1 unset: every child is required */
+    const char *required_topology; /* topologyConstraint.requiredTopologyLevel, or NULL */
+} tly_subgroup;
+
 typedef struct {
     tly_meta meta;
     const char *queue;
     int32_t min_member;          /* default 1 */
+    bool min_member_set;
+    int32_t min_subgroup;        /* -1 unset */
+    tly_subgroup *subgroups;
+    uint32_t nsubgroups;
+    const char *required_topology; /* spec.topologyConstraint.requiredTopologyLevel, or NULL */
+    const char *preferred_topology; /* spec.topologyConstraint.preferredTopologyLevel, or NULL */
     const char *priority_class_name;
     uint8_t preemptibility;      /* a tly_preemptibility */
 } tly_podgroup;
