@@ -10,8 +10,9 @@
 set -euo pipefail
 level=${1:-build}
 # libmicrohttpd-dev: the HTTPS server of `tally serve` (its GnuTLS comes with it);
-# libcurl4-openssl-dev: the Kubernetes API client of the live mode (src/kube/).
-pkgs=(build-essential cmake pkg-config libfyaml-dev libmicrohttpd-dev libcurl4-openssl-dev)
+# libcurl4-openssl-dev: the Kubernetes API client of the live mode (src/kube/);
+# libzip-dev: KAI snapshot ZIPs (src/kaisnap.c).
+pkgs=(build-essential cmake pkg-config libfyaml-dev libmicrohttpd-dev libcurl4-openssl-dev libzip-dev)
 case "$level" in
   build) ;;
   test) pkgs+=(libcmocka-dev jq openssl curl nodejs npm) ;;

@@ -17,7 +17,7 @@ CC=${FUZZ_CC:-clang}
 OUT=build-fuzz
 
 command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (run scripts/deps.sh extra)" >&2; exit 2; }
-fyaml=$(pkg-config --cflags --libs libfyaml) || { echo "fuzz.sh: libfyaml not found by pkg-config" >&2; exit 2; }
+fyaml=$(pkg-config --cflags --libs libfyaml libzip) || { echo "fuzz.sh: libfyaml or libzip not found by pkg-config (scripts/deps.sh extra)" >&2; exit 2; }
 
 mkdir -p "$OUT"
 core=()

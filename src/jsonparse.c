@@ -105,6 +105,8 @@ typedef struct {
     bool failed;                  /* a syntax error (strict: any problem) */
     jbump *b;                     /* where the current object's nodes go */
     const tly_jsink *sink;        /* NULL: problems are not reported */
+    bool in_raw;                  /* reading a snapshot's rawObjects map (stream_raw) */
+    const char *raw_key;          /* while a snapshot's rawObjects.<key> list is streamed */
 } jreader;
 
 static void reader_init(jreader *r, const char *buf, size_t len)
@@ -812,6 +814,8 @@ static tly_node *build(jreader *r, int depth);
 
 static tly_node *stream_items(jreader *r, jbump *ob);
 
+static tly_node *stream_raw(jreader *r, jbump *ob, int depth);
+
 /*
 ** The members of map n after its '{' and the whitespace after it, built at
 ** depth + 1. With ob (a top-level map), an `items` list is streamed through
@@ -833,12 +837,27 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
         if (!key)
             break;
         tly_node *v;
-        if (ob && r->p < r->end && *r->p == '[' && strcmp(key, "items") == 0) {
+        if (r->in_raw && r->p < r->end && *r->p == '[') {
+            /* Only rawObjects' own lists: the objects in them are read as usual. */
+            r->in_raw = false;
+            r->raw_key = key;
+            v = stream_items(r, ob);
+            r->raw_key = NULL;
+            r->in_raw = true;
+        } else if (ob && r->p < r->end && *r->p == '[' && strcmp(key, "items") == 0) {
             v = stream_items(r, ob);
             if (!items->line)
                 *items = kat;
+        } else if (ob && !r->in_raw && r->sink && r->sink->raw_object && r->p < r->end && *r->p == '{' &&
+                   strcmp(key, "rawObjects") == 0) {
+            v = stream_raw(r, ob, depth + 1);
+            if (!items->line)
+                *items = kat;
         } else {
+            bool raw = r->in_raw;  /* a value inside rawObjects that is no list: read as usual */
+            r->in_raw = false;
             v = build(r, depth + 1);
+            r->in_raw = raw;
         }
         if (!v || !attach(r, &ks, v, key, klen, kat))
             break;
@@ -896,7 +915,10 @@ static tly_node *build(jreader *r, int depth)
 
 static void hand_over(jreader *r, const tly_node *tree)
 {
-    r->sink->object(r->sink->ctx, tree, (size_t)(r->p - r->base));
+    if (r->raw_key)
+        r->sink->raw_object(r->sink->ctx, r->raw_key, tree, (size_t)(r->p - r->base));
+    else
+        r->sink->object(r->sink->ctx, tree, (size_t)(r->p - r->base));
 }
 
 /*
@@ -936,6 +958,24 @@ static tly_node *stream_items(jreader *r, jbump *ob)
     tly_node *n = take(db, sizeof *n);
     *n = (tly_node){.type = TLY_N_SEQ, .line = at.line, .col = at.col};
     return n;
+}
+
+/*
+** A KAI snapshot's rawObjects map at r->p: each member that is a list is
+** streamed as a List's items are, its objects handed over with the member's
+** key (the kind they are); other members are read as usual. Returns the map
+** (its lists childless), or NULL after a syntax error.
+*/
+static tly_node *stream_raw(jreader *r, jbump *ob, int depth)
+{
+    tly_node *n = new_node(r, TLY_N_MAP, pos_at(r, r->p));
+    if (empty_after_open(r, '}'))
+        return n;
+    r->in_raw = true;
+    jpos unused = {0, 0};
+    bool ok = map_members(r, n, depth, ob, &unused);
+    r->in_raw = false;
+    return ok ? n : NULL;
 }
 
 static bool ends_with(const char *s, const char *suffix)

@@ -38,6 +38,13 @@ typedef struct {
     ** called once its items are read, so a snapshot's `now` can be taken.
     */
     void (*list)(void *ctx, const tly_node *top);
+    /*
+    ** One object of a KAI snapshot's rawObjects.<key> list (may be NULL: the
+    ** snapshot is then one top-level value). With it, a top-level map's
+    ** rawObjects lists are streamed like a List's items, and the map itself
+    ** goes to list() once they are read.
+    */
+    void (*raw_object)(void *ctx, const char *key, const tly_node *tree, size_t end);
     /* A problem at line:col; syntax errors start with "syntax error: ". */
     void (*error)(void *ctx, uint32_t line, uint32_t col, const char *fmt, va_list ap)
         __attribute__((format(printf, 4, 0)));

@@ -40,6 +40,7 @@
 #include "strmap.h"
 #include "tally/decode.h"
 #include "tally/error.h"
+#include "tally/kaisnap.h"
 
 /* ---- the kind table ------------------------------------------------------ */
 
@@ -520,9 +521,40 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
     return m;
 }
 
+static void handle_object(loader *L, const tly_node *root);
+
+/* One object of a KAI snapshot's rawObjects.<key>: typed by its list, then decoded. */
+static void handle_raw_object(loader *L, const char *key, const tly_node *obj)
+{
+    const char *api_version, *kind;
+    tly_node room[3];
+    if (tly_kaisnap_kind(key, obj, &api_version, &kind))
+        handle_object(L, tly_kaisnap_typed(room, obj, api_version, kind));
+}
+
+/*
+** A KAI snapshot read as one tree (libfyaml, or a small snapshot.json the
+** native reader did not stream): schedulerParams, then every rawObjects list.
+*/
+static void handle_snapshot(loader *L, const tly_node *top)
+{
+    const char *sched, *qlk;
+    tly_kaisnap_params(top, &sched, &qlk);
+    tly_store_set_snapshot_params(L->s, sched, qlk);
+    const tly_node *raw = tly_node_get(top, "rawObjects");
+    for (const tly_node *list = raw->kids; list; list = list->next)
+        if (list->type == TLY_N_SEQ)
+            for (const tly_node *it = list->kids; it; it = it->next)
+                handle_raw_object(L, list->key, it);
+}
+
 /* Decodes one object's tree and adds it to the store. */
 static void handle_object(loader *L, const tly_node *root)
 {
+    if (tly_kaisnap_is_snapshot(root)) {
+        handle_snapshot(L, root);
+        return;
+    }
     tly_store *s = L->s;
     tly_decode_env env = {.arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file};
     int errors = 0;
@@ -945,6 +977,13 @@ static void json_object(void *ctx, const tly_node *tree, size_t end)
 */
 static void list_members(loader *L, const tly_node *top)
 {
+    if (tly_kaisnap_is_snapshot(top)) {
+        /* A snapshot.json whose rawObjects the reader streamed: its schedulerParams. */
+        const char *sched, *qlk;
+        tly_kaisnap_params(top, &sched, &qlk);
+        tly_store_set_snapshot_params(L->s, sched, qlk);
+        return;
+    }
     const tly_node *now = tly_node_get(top, "now");
     if (!now)
         return;
@@ -959,9 +998,39 @@ static void list_members(loader *L, const tly_node *top)
 
 static void json_list(void *ctx, const tly_node *top) { list_members(ctx, top); }
 
+/* One object of rawObjects.<key> from the native reader, streamed. */
+static void json_raw_object(void *ctx, const char *key, const tly_node *tree, size_t end)
+{
+    loader *L = ctx;
+    handle_raw_object(L, key, tree);
+    L->last_pos = end;
+    release_consumed(L);
+}
+
+/*
+** A KAI snapshot ZIP: its snapshot.json, inflated into memory, is read as a
+** JSON file named <name>/snapshot.json.
+*/
+static int load_zip(tly_store *s, const char *name, const char *buf, size_t len)
+{
+    char err[256];
+    size_t n = 0;
+    char *json = tly_kaisnap_unzip(buf, len, &n, err, sizeof err);
+    if (!json) {
+        tly_diags_add(s->diags, TLY_SEV_ERROR, name, 0, 0, NULL, NULL, NULL, "%s", err);
+        return 1;
+    }
+    char *inner = tly_arena_printf(s->arena, "%s/%s", name, TLY_KAISNAP_FILE);
+    int errors = tly_store_load_json(s, inner, json, n);
+    free(json);
+    return errors;
+}
+
 static int load_named_buffer(tly_store *s, const char *name, const char *buf, size_t len,
                              int where, int how)
 {
+    if (how == READ_AUTO && tly_kaisnap_is_zip(buf, len))
+        return load_zip(s, name, buf, len);
     if (!utf8_ok(s, name, buf, len, where == BUF_FILE))
         return 1;
     if (how == READ_AUTO)
@@ -976,7 +1045,8 @@ static int load_named_buffer(tly_store *s, const char *name, const char *buf, si
         .obj = tly_arena_create(64 * 1024),
     };
     if (how == READ_NATIVE) {
-        tly_jsink sink = {.ctx = &L, .object = json_object, .list = json_list, .error = load_verror};
+        tly_jsink sink = {.ctx = &L, .object = json_object, .list = json_list, .raw_object = json_raw_object,
+                          .error = load_verror};
         tly_json_stream(buf, len, L.doc, L.obj, &sink);
     } else {
         load_buffer(&L, buf, len, how == READ_FY_JSON);

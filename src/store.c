@@ -250,7 +250,8 @@ void tly_store_finish(tly_store *s)
         s->config = s->kinds[TLY_K_CONFIG].v[0];
     s->queue_label_key = (s->config && s->config->queue_label_key && *s->config->queue_label_key)
                              ? s->config->queue_label_key
-                             : DEFAULT_QUEUE_LABEL;
+                         : s->snap_queue_label_key ? s->snap_queue_label_key
+                                                   : DEFAULT_QUEUE_LABEL;
 
     build_indexes(s);
 }
@@ -415,7 +416,17 @@ const char *tly_store_scheduler_name(const tly_store *s)
         return s->scheduler_name;
     if (s->config && s->config->scheduler_name && *s->config->scheduler_name)
         return s->config->scheduler_name;
+    if (s->snap_scheduler_name)
+        return s->snap_scheduler_name;
     return DEFAULT_SCHEDULER;
+}
+
+void tly_store_set_snapshot_params(tly_store *s, const char *scheduler_name, const char *queue_label_key)
+{
+    if (scheduler_name)
+        s->snap_scheduler_name = tly_arena_strdup(s->arena, scheduler_name);
+    if (queue_label_key)
+        s->snap_queue_label_key = tly_arena_strdup(s->arena, queue_label_key);
 }
 
 void tly_store_set_gating_mode(tly_store *s, int mode) { s->gating_mode = mode; }

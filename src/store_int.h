@@ -34,6 +34,8 @@ struct tly_store {
     const char *scheduler_name;   /* flag override, or NULL */
     int gating_mode;              /* --queue-admission-gating, or 0 */
     const char *queue_label_key;
+    /* A KAI snapshot's schedulerParams (kaisnap.h): used where a Config would be, below it. */
+    const char *snap_scheduler_name, *snap_queue_label_key;
     const tly_config *config;
     int64_t clock;                /* tly_store_set_clock(), or TLY_NO_TIME */
     bool finished;
@@ -56,5 +58,12 @@ struct tly_store {
 
 /* Adds a decoded object (load.c calls it); handles duplicates. */
 void tly_store_add(tly_store *s, int kind, tly_meta *obj);
+
+/*
+** A KAI snapshot's schedulerParams (scheduler name, queue label key; NULL:
+** not given), which apply as a Config's would: a Config in the input and the
+** flags win over them. Set while loading, before tly_store_finish().
+*/
+void tly_store_set_snapshot_params(tly_store *s, const char *scheduler_name, const char *queue_label_key);
 
 #endif

@@ -657,10 +657,78 @@ static void test_pipes_are_sniffed(void **state)
     tly_store_destroy(s);
 }
 
+/* ---- KAI snapshots -------------------------------------------------------- */
+
+/* A KAI snapshot.json as the snapshot plugin writes it: objects without apiVersion or kind. */
+static char *gen_kai_snapshot(unsigned npods, size_t *len)
+{
+    size_t cap = 4096 + (size_t)npods * 512;
+    char *b = malloc(cap);
+    size_t n = (size_t)snprintf(b, cap, "{\"config\":{\"actions\":\"allocate\"},\"schedulerParams\":"
+                                "{\"SchedulerName\":\"kai-shard\",\"SchedulePeriod\":1000000000},"
+                                "\"rawObjects\":{\"pods\":[");
+    for (unsigned i = 0; i < npods; i++)
+        n += (size_t)snprintf(b + n, cap - n,
+                              "%s{\"metadata\":{\"name\":\"p%u\",\"namespace\":\"ns\",\"labels\":{\"kai.scheduler/queue\":\"q\"},"
+                              "\"creationTimestamp\":null},\"spec\":{\"schedulerName\":\"kai-shard\",\"nodeName\":\"n%u\","
+                              "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"100m\"}}}]},"
+                              "\"status\":{\"phase\":\"Running\"}}\n",
+                              i ? "," : "", i, i % 5);
+    n += (size_t)snprintf(b + n, cap - n, "],\"nodes\":[");
+    for (unsigned i = 0; i < 5; i++)
+        n += (size_t)snprintf(b + n, cap - n,
+                              "%s{\"metadata\":{\"name\":\"n%u\"},\"status\":{\"allocatable\":{\"cpu\":\"64\",\"pods\":\"110\"}}}",
+                              i ? "," : "", i);
+    n += (size_t)snprintf(b + n, cap - n,
+                          "],\"queues\":[{\"metadata\":{\"name\":\"q\"},\"spec\":{\"resources\":{}}}],\"bindRequests\":[],"
+                          "\"configMaps\":[{\"metadata\":{\"name\":\"cm\"},\"data\":{}}],\"topologies\":null},"
+                          "\"discovery\":{\"resources\":[]}}\n");
+    *len = n;
+    return b;
+}
+
+static void peak_raw(void *ctx, const char *key, const tly_node *tree, size_t end)
+{
+    (void)key;
+    peak_object(ctx, tree, end);
+}
+
+static void test_kai_snapshot_streamed_as_read_whole(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = gen_kai_snapshot(300, &len);
+    tly_store *a = load_json("snapshot.json", text, len), *b = load_fy("snapshot.json", text, len);
+    assert_int_equal(tly_store_count(a, TLY_K_POD), 300);
+    assert_int_equal(tly_store_count(a, TLY_K_NODE), 5);
+    assert_int_equal(tly_store_count(a, TLY_K_QUEUE), 1);
+    assert_int_equal(tly_diags_count_sev(tly_store_diags(a), TLY_SEV_ERROR), 0);
+    assert_string_equal(tly_store_scheduler_name(a), "kai-shard");
+    assert_true(tly_store_is_tally_pod(a, tly_store_at(a, TLY_K_POD, 0)));
+    expect_same(a, b, true, "KAI snapshot: streamed against read whole");
+    tly_store_destroy(a);
+    tly_store_destroy(b);
+    free(text);
+    /* The lists are streamed: one object's tree at a time, however many pods. */
+    size_t blen;
+    char *big = gen_kai_snapshot(3000, &blen);
+    peaks p = {.doc = tly_arena_create(16 * 1024), .obj = tly_arena_create(64 * 1024)};
+    tly_jsink sink = {.ctx = &p, .object = peak_object, .raw_object = peak_raw, .error = count_error};
+    assert_int_equal(tly_json_stream(big, blen, p.doc, p.obj, &sink), 1);
+    assert_int_equal(p.objects, 3000 + 5 + 1 + 1);  /* every list's objects, the config map too */
+    assert_int_equal(p.errors, 0);
+    assert_true(p.obj_peak <= 64 * 1024);
+    assert_true(p.doc_peak <= 16 * 1024);
+    tly_arena_destroy(p.doc);
+    tly_arena_destroy(p.obj);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compact_and_indented_decode_the_same),
+        cmocka_unit_test(test_kai_snapshot_streamed_as_read_whole),
         cmocka_unit_test(test_memory_is_one_object),
         cmocka_unit_test(test_syntax_error_keeps_items_before),
         cmocka_unit_test(test_diagnostics_name_the_place),
