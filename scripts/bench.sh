@@ -224,6 +224,14 @@ if command -v valgrind >/dev/null; then
   done
 fi
 
+# ---- The realistic cluster (issue 16): pending pods decided per second by outcome, instructions
+# per decided pod, `tally simulate` CPU, and the check that the answers equal the recorded ones
+# (scripts/bench-realistic.sh). The pods table above is the easy shape (every pod fits the first
+# node it tries); this one is what a busy cluster's backlog looks like. BENCH_REALISTIC=0 skips it.
+if [ "${BENCH_REALISTIC:-1}" != 0 ]; then
+  scripts/bench-realistic.sh
+fi
+
 # ---- A full `tally simulate` of the 5,000-node cluster (issue 8): CPU against 1 s ----
 # The cluster of the pods table's largest case (5,000 nodes, 500 leaf queues,
 # 20 AccountedResources), written by `bench-pods --emit` and run through the

@@ -97,6 +97,8 @@ struct tly_podsched {
     tly_dra *dra;                  /* DRA devices, claims and their charges */
     tly_dra_choice dra_try;        /* the current candidate node's DRA choice */
     uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
+    tly_ps_unit_hook unit_hook;    /* benchmarks: around each workload's decision */
+    void *unit_ctx;
 };
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -1244,11 +1246,22 @@ void tly_podsched_run(tly_podsched *ps)
     free(tail);
     free(next);
     qsort(units, nu, sizeof *units, cmp_unit);
-    for (uint32_t k = 0; k < nu; k++)
+    for (uint32_t k = 0; k < nu; k++) {
+        if (ps->unit_hook)
+            ps->unit_hook(ps->unit_ctx, units[k].pods, units[k].n, false);
         place_unit(ps, units[k].pods, units[k].n);
+        if (ps->unit_hook)
+            ps->unit_hook(ps->unit_ctx, units[k].pods, units[k].n, true);
+    }
     free(taken);
     free(slots);
     free(units);
+}
+
+void tly_podsched_set_unit_hook(tly_podsched *ps, tly_ps_unit_hook fn, void *ctx)
+{
+    ps->unit_hook = fn;
+    ps->unit_ctx = ctx;
 }
 
 uint32_t tly_podsched_npods(const tly_podsched *ps) { return ps->npods; }
