@@ -25,6 +25,7 @@ SCALES=${BENCH_REAL_SCALES:-1 2 4 8}
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTALLY_TESTS=OFF >/dev/null
 cmake --build build-bench -j 2 --target tally tally-gen bench-pods >/dev/null
 mkdir -p "$OUT"
+. scripts/bench-lib.sh
 row() { printf '%-34s %10s %14s %14s %8s\n' "$@"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
@@ -70,21 +71,7 @@ row "realistic: answers = recorded" "1x" "same" "$(cut -c1-12 bench/realistic-1x
 rm -f "$tf" "$tf.json"
 
 if command -v valgrind >/dev/null && [ "${BENCH_REAL_CALLGRIND_SIM:-1}" != 0 ]; then
-  cg=$(mktemp)
-  valgrind --tool=callgrind --callgrind-out-file="$cg" build-bench/tally simulate -o json "$f" >/dev/null 2>&1
-  callgrind_annotate --inclusive=yes --threshold=100 "$cg" > "$cg.txt"
-  incl() {
-    local fn sum=0 v
-    for fn in "$@"; do
-      v=$(awk -v f=":$fn [" 'index($0, f) { gsub(",", "", $1); print $1; exit }' "$cg.txt")
-      sum=$((sum + ${v:-0}))
-    done
-    echo "$sum"
-  }
-  total=$(awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }' "$cg.txt")
-  load=$(incl tly_store_load_path tly_store_finish)
-  eng=$(incl tly_runsched_create tly_runsched_run tly_podsched_create tly_podsched_run)
-  rm -f "$cg" "$cg.txt"
+  read -r total load eng < <(simulate_split build-bench/tally "$f")
   row "realistic: simulate instructions" "1x" "$total" "-" "-"
   for part in "load:$load" "engines:$eng" "output etc.:$((total - load - eng))"; do
     row "  ${part%%:*}" "1x" "${part##*:}" "$total" "$(ratio "${part##*:}" "$total")"
