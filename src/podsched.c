@@ -20,6 +20,7 @@
 #include "tally/accounted.h"
 #include "tally/dra.h"
 #include "tally/error.h"
+#include "tally/nodeclass.h"
 #include "tally/nodefit.h"
 #include "tally/podcharge.h"
 
@@ -46,6 +47,7 @@ typedef struct {
     tly_dra_choice dra;      /* its DRA devices (placed or bound pods with claims) */
     const tly_podgroup *pg;
     int32_t queue;        /* index in the queues, or -1 */
+    uint32_t cid;         /* static constraint id (nodeclass.h), TLY_NC_NONE: node by node */
     int32_t priority;
     bool non_preemptible;
     bool pending;         /* tally must place it */
@@ -97,6 +99,8 @@ struct tly_podsched {
     tly_dra *dra;                  /* DRA devices, claims and their charges */
     tly_dra_choice dra_try;        /* the current candidate node's DRA choice */
     uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
+    tly_nodeclasses *ncls;         /* static node classes: the predicates once per class */
+    const tly_k8s_node **static_nodes;
     tly_ps_unit_hook unit_hook;    /* benchmarks: around each workload's decision */
     void *unit_ctx;
 };
@@ -462,6 +466,28 @@ static void use_node(nstate *n, const tly_podreq *r, int sign)
     }
 }
 
+/*
+** The static node classes for the pending pods' selectors, and each pending
+** pod's constraint id (the others are never tried on a node).
+*/
+static void static_classes(tly_podsched *ps)
+{
+    const tly_k8s_node **nl = tly_xmalloc((ps->nnodes + 1) * sizeof *nl);
+    const tly_pod **pl = tly_xmalloc((ps->npods + 1) * sizeof *pl);
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < ps->nnodes; i++)
+        nl[i] = ps->nodes[i].n;
+    for (uint32_t i = 0; i < ps->npods; i++)
+        if (ps->pods[i].pending)
+            pl[np++] = ps->pods[i].res.pod;
+    ps->ncls = tly_nodeclasses_create(nl, ps->nnodes, pl, np);
+    free(pl);
+    ps->static_nodes = nl;  /* the classes read them: kept until destroy */
+    for (uint32_t i = 0; i < ps->npods; i++)
+        ps->pods[i].cid = ps->pods[i].pending ? tly_nodeclasses_constraint(ps->ncls, ps->pods[i].res.pod)
+                                              : TLY_NC_NONE;
+}
+
 tly_podsched *tly_podsched_create(tly_store *s)
 {
     tly_podsched *ps = tly_xcalloc(1, sizeof *ps);
@@ -608,6 +634,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
             pod_lists(ps, q);
         }
     }
+    static_classes(ps);
     /* Node classes by (GPU memory, AccountedResource match row). */
     ps->node_class = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->node_class);
     uint32_t *rep = tly_xmalloc((ps->nnodes + 1) * sizeof *rep);
@@ -690,6 +717,8 @@ void tly_podsched_destroy(tly_podsched *ps)
     tly_dra_destroy(ps->dra);
     free(ps->pg_running);
     tly_acc_match_free(&ps->match);
+    tly_nodeclasses_destroy(ps->ncls);
+    free(ps->static_nodes);
     tly_acc_index_destroy(ps->accx);
     free(ps->pods);
     tly_queues_destroy(ps->qs);
@@ -724,22 +753,36 @@ static const char *foreign_gate(const tly_pod *p)
     return NULL;
 }
 
-/* Static or resource misfit of pod p on node n: NULL when it fits. */
-static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
+/* The static predicates of pod p on node k: once per (constraint, class) where p has one. */
+static tly_fit_result static_fit(tly_podsched *ps, const pstate *p, uint32_t k, const tly_taint **taint)
 {
-    const tly_taint *taint;
-    tly_fit_result f = tly_nodefit_static(p->res.pod, n->n, &taint);
-    /* No buffer: the caller only asks whether it fits (the reason is not shown). */
-    if (!buf && f != TLY_FIT_OK)
-        return "";
+    if (p->cid == TLY_NC_NONE)
+        return tly_nodefit_static(p->res.pod, ps->nodes[k].n, taint);
+    return tly_nodeclasses_fit(ps->ncls, p->cid, tly_nodeclasses_of(ps->ncls, k), taint);
+}
+
+/* "node(s) had untolerated taint {key: value}", or the predicate's text. */
+static const char *static_text(tly_fit_result f, const tly_taint *taint, char *buf, size_t len)
+{
     if (f == TLY_FIT_TAINT && taint) {
         /* kube-scheduler names the taint: "had untolerated taint {key: value}". */
         snprintf(buf, len, "node(s) had untolerated taint {%s: %s}", taint->key,
                  taint->value ? taint->value : "");
         return buf;
     }
+    return tly_fit_result_text(f);
+}
+
+/* Static or resource misfit of pod p on node n: NULL when it fits. */
+static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
+{
+    const tly_taint *taint;
+    tly_fit_result f = static_fit(ps, p, (uint32_t)(n - ps->nodes), &taint);
+    /* No buffer: the caller only asks whether it fits (the reason is not shown). */
+    if (!buf && f != TLY_FIT_OK)
+        return "";
     if (f != TLY_FIT_OK)
-        return tly_fit_result_text(f);
+        return static_text(f, taint, buf, len);
     for (uint32_t i = 0; i < p->req.req.n; i++) {
         const tly_rq *r = &p->req.req.v[i];
         if (is_gpu_id(r->id) || tly_qty_sign(r->q) <= 0)
@@ -792,16 +835,22 @@ static char *unschedulable_message(tly_podsched *ps, tally_count *c, uint32_t nc
     return buf;
 }
 
-static void count_reason(tally_count **c, uint32_t *nc, const char *text, tly_arena *a)
+/* n more nodes refused for `text`. */
+static void count_reasons(tally_count **c, uint32_t *nc, const char *text, uint32_t n, tly_arena *a)
 {
     for (uint32_t i = 0; i < *nc; i++)
         if (!strcmp((*c)[i].text, text)) {
-            (*c)[i].count++;
+            (*c)[i].count += n;
             return;
         }
     (*c)[*nc].text = tly_arena_strdup(a, text);
-    (*c)[*nc].count = 1;
+    (*c)[*nc].count = n;
     (*nc)++;
+}
+
+static void count_reason(tally_count **c, uint32_t *nc, const char *text, tly_arena *a)
+{
+    count_reasons(c, nc, text, 1, a);
 }
 
 typedef struct {
@@ -809,6 +858,19 @@ typedef struct {
     int32_t node;
     tly_gpus before;     /* the node's devices before this placement */
 } placement;
+
+/* The nodes whose class the static predicates refuse pod p, counted by reason, class by class. */
+static void static_refusals(tly_podsched *ps, const pstate *p, tally_count **counts, uint32_t *nc)
+{
+    char buf[160];
+    for (uint32_t c = 0; c < tly_nodeclasses_count(ps->ncls); c++) {
+        const tly_taint *taint;
+        tly_fit_result f = tly_nodeclasses_fit(ps->ncls, p->cid, c, &taint);
+        if (f != TLY_FIT_OK)
+            count_reasons(counts, nc, static_text(f, taint, buf, sizeof buf), tly_nodeclasses_size(ps->ncls, c),
+                          ps->a);
+    }
+}
 
 /*
 ** Can pod p go to node k now? 1 yes; 0 no for node reasons (why in *why);
@@ -917,7 +979,15 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         uint32_t nc = 0;
         uint64_t best_free = 0;
         tly_i128 best_cpu = 0;
-        for (uint32_t k = 0; k < ps->nnodes; k++) {
+        /* Nodes the static predicates refuse are counted by class; the rest are tried in name order. */
+        uint32_t ncand = ps->nnodes;
+        const uint32_t *cand = NULL;
+        if (p->cid != TLY_NC_NONE) {
+            cand = tly_nodeclasses_candidates(ps->ncls, p->cid, &ncand);
+            static_refusals(ps, p, &counts, &nc);
+        }
+        for (uint32_t j = 0; j < ncand; j++) {
+            uint32_t k = cand ? cand[j] : j;
             tly_qverdict v = {.quiet = *any_policy};
             int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem);
             if (r == -2) {
