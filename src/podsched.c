@@ -23,6 +23,7 @@
 #include "tally/nodeclass.h"
 #include "tally/nodefit.h"
 #include "tally/podcharge.h"
+#include "strmap.h"
 
 
 /* One reason nodes were refused, and on how many. */
@@ -48,6 +49,7 @@ typedef struct {
     const tly_podgroup *pg;
     int32_t queue;        /* index in the queues, or -1 */
     uint32_t cid;         /* static constraint id (nodeclass.h), TLY_NC_NONE: node by node */
+    uint32_t shape;       /* node shape id (what decides its node fit), UINT32_MAX: none */
     int32_t priority;
     bool non_preemptible;
     bool pending;         /* tally must place it */
@@ -101,6 +103,17 @@ struct tly_podsched {
     uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
     tly_nodeclasses *ncls;         /* static node classes: the predicates once per class */
     const tly_k8s_node **static_nodes;
+    /*
+    ** Pods of one node shape (constraint id, requests, GPU request) get the
+    ** same answer from every node. When one fit no node, for node reasons
+    ** only, its message holds for the next of its shape while no candidate
+    ** node has changed: cls_stamp[c] is the node_gen of the last change to a
+    ** node of static class c; shape_gen the node_gen its message was made at.
+    */
+    tly_strmap shape_ids;
+    uint32_t nshapes;
+    uint64_t node_gen, *cls_stamp, *shape_gen;
+    const char **shape_msg;
     tly_ps_unit_hook unit_hook;    /* benchmarks: around each workload's decision */
     void *unit_ctx;
 };
@@ -488,6 +501,61 @@ static void static_classes(tly_podsched *ps)
                                               : TLY_NC_NONE;
 }
 
+static void put32(char **w, uint32_t v)
+{
+    memcpy(*w, &v, sizeof v);
+    *w += sizeof v;
+}
+
+/*
+** Pod p's node shape id: what misfit() reads of a pod, exactly (its
+** constraint id, every request's id and amount, the GPU request). None for
+** pods evaluated node by node or with DRA claims (their devices are chosen
+** per node).
+*/
+static uint32_t node_shape(tly_podsched *ps, const pstate *p)
+{
+    if (p->cid == TLY_NC_NONE || p->res.pod->nclaims > 0)
+        return UINT32_MAX;
+    const tly_podreq *r = &p->req;
+    size_t len = 7 * sizeof(uint32_t) + sizeof r->gpu_memory_mib + r->req.n * (sizeof(uint32_t) + sizeof(tly_i128));
+    char *key = tly_xmalloc(len), *w = key;
+    put32(&w, p->cid);
+    put32(&w, r->gpu_kind);
+    put32(&w, r->gpu_resource);
+    put32(&w, r->gpu_devices);
+    put32(&w, r->gpu_portion);
+    put32(&w, r->mig_gpus);
+    memcpy(w, &r->gpu_memory_mib, sizeof r->gpu_memory_mib);
+    w += sizeof r->gpu_memory_mib;
+    put32(&w, r->req.n);
+    for (uint32_t i = 0; i < r->req.n; i++) {
+        put32(&w, r->req.v[i].id);
+        memcpy(w, &r->req.v[i].q.nanos, sizeof(tly_i128));
+        w += sizeof(tly_i128);
+    }
+    uintptr_t v = (uintptr_t)tly_strmap_get(&ps->shape_ids, key, len);
+    if (!v) {
+        char *kept = tly_arena_alloc(ps->a, len);
+        memcpy(kept, key, len);
+        v = ++ps->nshapes;
+        tly_strmap_put(&ps->shape_ids, kept, len, (void *)v);
+    }
+    free(key);
+    return (uint32_t)v - 1;
+}
+
+/* The shapes of the pending pods and their (empty) answers. */
+static void node_shapes(tly_podsched *ps)
+{
+    tly_strmap_init(&ps->shape_ids);
+    for (uint32_t i = 0; i < ps->npods; i++)
+        ps->pods[i].shape = ps->pods[i].pending ? node_shape(ps, &ps->pods[i]) : UINT32_MAX;
+    ps->shape_gen = tly_xcalloc(ps->nshapes + 1, sizeof *ps->shape_gen);
+    ps->shape_msg = tly_xcalloc(ps->nshapes + 1, sizeof *ps->shape_msg);
+    ps->cls_stamp = tly_xcalloc(tly_nodeclasses_count(ps->ncls) + 1, sizeof *ps->cls_stamp);
+}
+
 tly_podsched *tly_podsched_create(tly_store *s)
 {
     tly_podsched *ps = tly_xcalloc(1, sizeof *ps);
@@ -635,6 +703,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
         }
     }
     static_classes(ps);
+    node_shapes(ps);
     /* Node classes by (GPU memory, AccountedResource match row). */
     ps->node_class = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->node_class);
     uint32_t *rep = tly_xmalloc((ps->nnodes + 1) * sizeof *rep);
@@ -718,6 +787,10 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->pg_running);
     tly_acc_match_free(&ps->match);
     tly_nodeclasses_destroy(ps->ncls);
+    tly_strmap_free(&ps->shape_ids);
+    free(ps->shape_gen);
+    free(ps->shape_msg);
+    free(ps->cls_stamp);
     free(ps->static_nodes);
     tly_acc_index_destroy(ps->accx);
     free(ps->pods);
@@ -859,6 +932,25 @@ typedef struct {
     tly_gpus before;     /* the node's devices before this placement */
 } placement;
 
+/* Node k's state changed: answers of the shapes that can use it are stale. */
+static void touch_node(tly_podsched *ps, uint32_t k)
+{
+    ps->cls_stamp[tly_nodeclasses_of(ps->ncls, k)] = ++ps->node_gen;
+}
+
+/* The message of p's shape when it still holds (no candidate node has changed since), or NULL. */
+static const char *shape_answer(tly_podsched *ps, const pstate *p)
+{
+    if (p->shape == UINT32_MAX || !ps->shape_msg[p->shape])
+        return NULL;
+    uint32_t n;
+    const uint32_t *cls = tly_nodeclasses_passing(ps->ncls, p->cid, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (ps->cls_stamp[cls[i]] > ps->shape_gen[p->shape])
+            return NULL;
+    return ps->shape_msg[p->shape];
+}
+
 /* The nodes whose class the static predicates refuse pod p, counted by reason, class by class. */
 static void static_refusals(tly_podsched *ps, const pstate *p, tally_count **counts, uint32_t *nc)
 {
@@ -945,6 +1037,11 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     const char *why, *problem = NULL, *best_problem = NULL;
     int32_t best = -1;
     ps->epoch++;  /* the class cache holds for this pod's scans, while nothing changes */
+    const char *known = shape_answer(ps, p);
+    if (known) {
+        *nodes_msg = (char *)known;
+        return false;
+    }
     if (p->req.gpu_kind != TLY_GPU_MEMORY) {
         uint64_t h = tly_podreq_gpu_hundredths(&p->req, 0);
         uint32_t lo = 0, hi = ps->nnodes;
@@ -1021,6 +1118,11 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         }
         if (best < 0) {
             *nodes_msg = unschedulable_message(ps, counts, nc);
+            if (p->shape != UINT32_MAX && !*any_policy) {
+                /* Node reasons only: the answer of every pod of this shape until a candidate changes. */
+                ps->shape_msg[p->shape] = *nodes_msg;
+                ps->shape_gen[p->shape] = ps->node_gen;
+            }
             return false;
         }
     }
@@ -1054,6 +1156,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         }
     }
     tly_gpus_copy(&pl->before, &n->gpus);
+    touch_node(ps, (uint32_t)best);
     use_node(n, &p->req, 1);
     tly_gpus_place(&n->gpus, &p->req, true);
     reorder(ps, (uint32_t)best);
@@ -1069,6 +1172,7 @@ static void undo(tly_podsched *ps, placement *pl)
 {
     pstate *p = &ps->pods[pl->pod];
     nstate *n = &ps->nodes[pl->node];
+    touch_node(ps, (uint32_t)pl->node);
     use_node(n, &p->req, -1);
     tly_gpus_free(&n->gpus);
     n->gpus = pl->before;
