@@ -45,7 +45,7 @@ typedef struct {
 typedef struct {
     tly_ps_result res;
     tly_podreq req;
-    tly_dra_choice dra;      /* its DRA devices (placed or bound pods with claims) */
+    tly_dra_choice *dra;     /* its DRA devices: pods with claims only (a choice is 1 KB) */
     const tly_podgroup *pg;
     int32_t queue;        /* index in the queues, or -1 */
     uint32_t cid;         /* static constraint id (nodeclass.h), TLY_NC_NONE: node by node */
@@ -137,6 +137,15 @@ static int32_t node_index(const tly_podsched *ps, const char *name)
 }
 
 static bool is_gpu_id(uint32_t id) { return id == TLY_R_NVIDIA_GPU || id == TLY_R_AMD_GPU; }
+
+/* A pod's DRA choice, freed with its storage (NULL: none). */
+static void free_choice(tly_dra_choice *c)
+{
+    if (!c)
+        return;
+    tly_dra_choice_free(c);
+    free(c);
+}
 
 /* ---- the bin-pack order ------------------------------------------------------ */
 
@@ -626,17 +635,20 @@ tly_podsched *tly_podsched_create(tly_store *s)
             use_node(&ps->nodes[ni], &req, 1);
             tly_gpus_place(&ps->nodes[ni].gpus, &req, true);
         }
-        tly_dra_choice dch;
-        tly_dra_choice_init(&dch);
+        tly_dra_choice *dch = NULL;
+        if (p->nclaims > 0) {
+            dch = tly_xmalloc(sizeof *dch);
+            tly_dra_choice_init(dch);
+        }
         if (bound && p->nclaims > 0) {
             /* Devices of bound pods are in use, and their claims charged to their queue. */
             const char *why;
             const char *qn = ours ? tly_store_pod_queue(s, p, NULL) : NULL;
-            if (tly_dra_try(ps->dra, p, p->node_name, qn, &dch, &why) == 1)
-                tly_dra_commit(ps->dra, &dch);
+            if (tly_dra_try(ps->dra, p, p->node_name, qn, dch, &why) == 1)
+                tly_dra_commit(ps->dra, dch);
         }
         if (!ours) {
-            tly_dra_choice_free(&dch);
+            free_choice(dch);
             continue;
         }
         pstate *q = &ps->pods[ps->npods++];
@@ -681,9 +693,9 @@ tly_podsched *tly_podsched_create(tly_store *s)
             if (q->queue >= 0 && ni >= 0) {
                 const char *problem;
                 make_charge(ps, q, ni, true, &q->charge, &problem);
-                if (q->dra.nclaims) {
-                    add_dra(ps, q, (uint32_t)ni, &q->dra, q->charge.res, q->charge.accounted, &problem);
-                    uint32_t g = tly_dra_gpu_devices(&q->dra);
+                if (q->dra && q->dra->nclaims) {
+                    add_dra(ps, q, (uint32_t)ni, q->dra, q->charge.res, q->charge.accounted, &problem);
+                    uint32_t g = tly_dra_gpu_devices(q->dra);
                     if (g) {
                         tly_qty cur = tly_rlist_get(&q->charge.all, TLY_R_NVIDIA_GPU, NULL), sum;
                         tly_qty_add(cur, tly_hundredths_qty((uint64_t)g * 100), &sum);
@@ -781,7 +793,7 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->cls_idx);
     free(ps->cls_nidx);
     for (uint32_t i = 0; i < ps->npods; i++)
-        tly_dra_choice_free(&ps->pods[i].dra);
+        free_choice(ps->pods[i].dra);
     tly_dra_choice_free(&ps->dra_try);
     tly_dra_destroy(ps->dra);
     free(ps->pg_running);
@@ -1142,11 +1154,11 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     if (p->res.pod->nclaims > 0) {
         /* Choose the devices on the chosen node again (the scan moved on) and take them. */
         const char *dwhy;
-        tly_dra_choice_free(&p->dra);
-        tly_dra_choice_init(&p->dra);
-        tly_dra_try(ps->dra, p->res.pod, n->n->meta.name, p->res.queue, &p->dra, &dwhy);
-        tly_dra_commit(ps->dra, &p->dra);
-        uint32_t g = tly_dra_gpu_devices(&p->dra);
+        tly_dra_choice_free(p->dra);
+        tly_dra_choice_init(p->dra);
+        tly_dra_try(ps->dra, p->res.pod, n->n->meta.name, p->res.queue, p->dra, &dwhy);
+        tly_dra_commit(ps->dra, p->dra);
+        uint32_t g = tly_dra_gpu_devices(p->dra);
         if (g) {
             tly_qty gq = tly_hundredths_qty((uint64_t)g * 100), cur, sum;
             tly_qty_add(best_charge.res[TLY_QR_GPU], gq, &best_charge.res[TLY_QR_GPU]);
@@ -1178,10 +1190,10 @@ static void undo(tly_podsched *ps, placement *pl)
     n->gpus = pl->before;
     reorder(ps, (uint32_t)pl->node);
     tly_queues_charge(ps->qs, (uint32_t)p->queue, &p->charge, p->non_preemptible, -1);
-    if (p->dra.nclaims) {
-        tly_dra_undo(ps->dra, &p->dra);
-        tly_dra_choice_free(&p->dra);
-        tly_dra_choice_init(&p->dra);
+    if (p->dra && p->dra->nclaims) {
+        tly_dra_undo(ps->dra, p->dra);
+        tly_dra_choice_free(p->dra);
+        tly_dra_choice_init(p->dra);
     }
     p->node = -1;
     p->res.message = NULL;
