@@ -35,6 +35,7 @@ typedef struct tally_count {
 typedef struct {
     const tly_k8s_node *n;
     tly_rvec used;        /* every resource but GPU devices, from bound and placed pods */
+    tly_rvec alloc;       /* the node's allocatable, dense: read for every request on every try */
     tly_gpus gpus;
     uint64_t gpu_mem;     /* MiB per device, 0 when unknown */
     uint64_t free_h;      /* GPU hundredths free: the first bin-pack key */
@@ -153,7 +154,7 @@ static void refresh_keys(nstate *n)
 {
     uint64_t total = (uint64_t)n->gpus.ndev * 100, used = tly_gpus_used_hundredths(&n->gpus);
     n->free_h = total > used ? total - used : 0;
-    n->free_cpu = tly_rlist_get(&n->n->allocatable, TLY_R_CPU, NULL).nanos -
+    n->free_cpu = tly_rvec_get(&n->alloc, TLY_R_CPU).nanos -
                   tly_rvec_get(&n->used, TLY_R_CPU).nanos;
 }
 
@@ -583,6 +584,8 @@ tly_podsched *tly_podsched_create(tly_store *s)
         nstate *n = &ps->nodes[i];
         n->n = tly_store_at(s, TLY_K_NODE, i);
         tly_rvec_init(&n->used);
+        tly_rvec_init(&n->alloc);
+        (void)tly_rvec_add_list(&n->alloc, &n->n->allocatable);
         tly_gpus_init(&n->gpus, n->n);
         n->gpu_mem = tly_node_gpu_memory_mib(n->n);
         if (n->gpu_mem > ps->max_gpu_mem)
@@ -776,6 +779,7 @@ void tly_podsched_destroy(tly_podsched *ps)
         return;
     for (uint32_t i = 0; i < ps->nnodes; i++) {
         tly_rvec_free(&ps->nodes[i].used);
+        tly_rvec_free(&ps->nodes[i].alloc);
         tly_gpus_free(&ps->nodes[i].gpus);
     }
     free(ps->nodes);
@@ -874,7 +878,7 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
             continue;
         tly_qty total;
         if (tly_qty_add(tly_rvec_get(&n->used, r->id), r->q, &total) != TLY_OK ||
-            tly_qty_cmp(total, tly_rlist_get(&n->n->allocatable, r->id, NULL)) > 0) {
+            tly_qty_cmp(total, tly_rvec_get(&n->alloc, r->id)) > 0) {
             if (!buf)
                 return "";
             snprintf(buf, len, "Insufficient %s", tly_names_str(ps->names, r->id));
