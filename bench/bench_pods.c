@@ -3,6 +3,7 @@
 **
 **   bench-pods NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS [UNRELATED]
 **   bench-pods --emit NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS [UNRELATED]
+**   bench-pods --realistic SCALE [SEED [once]]
 **
 ** Builds a synthetic cluster in memory (deterministic): NODES nodes of two
 ** GPU products (H200 and A100, 8 GPUs each, zone labels), a queue tree three
@@ -15,6 +16,13 @@
 ** (tly_podsched_create + run) and prints pods per second. With --emit it
 ** only writes that input (multi-document YAML) to stdout, so the real
 ** command line can run on the same cluster (`tally simulate FILE`).
+**
+** --realistic builds issue 16's cluster (gen_cluster.c, the bytes that
+** `tally-gen cluster SCALE SEED` writes) and times the same engine, printing
+** the pending pods decided per second over all outcomes and, from the time
+** each workload's decision took (tly_podsched_set_unit_hook), per outcome:
+** Bound, Gated, Unschedulable (Invalid and the rest under "other"). Times
+** are the thread's CPU time (the machine is shared); wall time is shown too.
 **
 ** UNRELATED (default 0) adds that many AccountedResources that concern none
 ** of the pods on any node, with limits in every leaf queue: half charge
@@ -31,6 +39,7 @@
 #include "tally/store.h"
 
 #include "bench.h"
+#include "gen_cluster.h"
 
 static char *build(unsigned nodes, unsigned leaves, unsigned ars, unsigned pods, unsigned unrelated,
                    size_t *len)
@@ -126,8 +135,95 @@ __attribute__((noinline)) static tly_podsched *place(tly_store *s)
     return ps;
 }
 
+/* ---- the realistic cluster -------------------------------------------------------- */
+
+enum { O_BOUND, O_GATED, O_UNSCHED, O_OTHER, O_COUNT };
+static const char *outcome_names[O_COUNT] = {"Bound", "Gated", "Unschedulable", "other"};
+
+typedef struct {
+    tly_podsched *ps;
+    uint32_t *pods, n;     /* the workload being decided (place_unit compacts its array) */
+    double t0;
+    double secs[O_COUNT];  /* decision time, split over the outcomes of each workload's pods */
+    unsigned count[O_COUNT];
+} unit_clock;
+
+/* CPU seconds of this thread: steadier than wall time on a shared machine. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int outcome(const char *st)
+{
+    return !strcmp(st, "Bound") ? O_BOUND : !strcmp(st, "Gated") ? O_GATED
+                                          : !strcmp(st, "Unschedulable") ? O_UNSCHED : O_OTHER;
+}
+
+static void on_unit(void *ctx, const uint32_t *pods, uint32_t n, bool done)
+{
+    unit_clock *c = ctx;
+    if (!done) {
+        memcpy(c->pods, pods, n * sizeof *pods);
+        c->n = n;
+        c->t0 = cpu_s();
+        return;
+    }
+    double dt = cpu_s() - c->t0;
+    for (uint32_t k = 0; k < c->n; k++) {
+        int o = outcome(tly_podsched_pod(c->ps, c->pods[k])->state);
+        c->secs[o] += dt / c->n;
+        c->count[o]++;
+    }
+}
+
+static int realistic(unsigned scale, uint64_t seed, bool once)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    gen_cluster(f, scale, seed);
+    fclose(f);
+    tly_store *s = bench_load_as("bench-pods", "cluster.json", text, len);
+    /* Plain timing first (no hook), then the split with the hook on a fresh engine. */
+    double t0 = now_s(), c0 = cpu_s();
+    tly_podsched *ps = place(s);
+    double t1 = now_s(), c1 = cpu_s();
+    unsigned pending = 0;
+    for (uint32_t i = 0; i < tly_podsched_npods(ps); i++) {
+        const char *st = tly_podsched_pod(ps, i)->state;
+        pending += strcmp(st, "Running") && strcmp(st, "Succeeded") && strcmp(st, "Failed");
+    }
+    tly_podsched_destroy(ps);
+    printf("realistic: scale %u, %u nodes, %u pods, %u pending: decided in %.3f s CPU (%.3f s wall): %.0f pods/s\n",
+           scale, tly_store_count(s, TLY_K_NODE), tly_store_count(s, TLY_K_POD), pending, c1 - c0, t1 - t0,
+           pending / (c1 - c0));
+    if (once) {
+        /* Under callgrind: the instructions of one run are what is wanted. */
+        tly_store_destroy(s);
+        return 0;
+    }
+    unit_clock c = {0};
+    c.pods = tly_xmalloc((pending + 1) * sizeof *c.pods);
+    c.ps = tly_podsched_create(s);
+    tly_podsched_set_unit_hook(c.ps, on_unit, &c);
+    tly_podsched_run(c.ps);
+    for (int o = 0; o < O_COUNT; o++)
+        printf("outcome %s: %u pods, %.3f s: %.0f pods/s\n", outcome_names[o], c.count[o], c.secs[o],
+               c.secs[o] > 0 ? c.count[o] / c.secs[o] : 0.0);
+    tly_podsched_destroy(c.ps);
+    free(c.pods);
+    tly_store_destroy(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && !strcmp(argv[1], "--realistic"))
+        return realistic((unsigned)atoi(argv[2]), argc > 3 ? strtoull(argv[3], NULL, 10) : 42,
+                         argc > 4 && !strcmp(argv[4], "once"));
     int emit = argc > 1 && !strcmp(argv[1], "--emit");
     if (argc < 5 + emit) {
         fprintf(stderr, "usage: bench-pods [--emit] NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS [UNRELATED]\n");

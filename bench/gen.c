@@ -3,6 +3,8 @@
 **
 **   tally-gen pods N [SEED]   a `kubectl get pods -o json` style List of N pods
 **   tally-gen nodes N [SEED]  a `kubectl get nodes -o json` style List of N GPU nodes
+**   tally-gen cluster SCALE [SEED]  the realistic cluster of issue 16 at SCALE x
+**                             (5,000 nodes, 500 queues, 100,000 pods; gen_cluster.c)
 **
 ** Output is deterministic for a given N and SEED (a small xorshift PRNG, no
 ** libc rand), so benchmark inputs are reproducible byte for byte. The pods
@@ -18,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gen_cluster.h"
 
 static uint64_t rng_state = 88172645463325252ull;
 
@@ -219,11 +223,16 @@ static void nodes(unsigned long n)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[1], "pods") != 0 && strcmp(argv[1], "nodes") != 0)) {
-        fprintf(stderr, "usage: tally-gen pods|nodes N [SEED]\n");
+    if (argc < 3 || (strcmp(argv[1], "pods") != 0 && strcmp(argv[1], "nodes") != 0 &&
+                     strcmp(argv[1], "cluster") != 0)) {
+        fprintf(stderr, "usage: tally-gen pods|nodes N [SEED] | tally-gen cluster SCALE [SEED]\n");
         return 2;
     }
     unsigned long n = strtoul(argv[2], NULL, 10);
+    if (!strcmp(argv[1], "cluster")) {
+        gen_cluster(stdout, (unsigned)n, argc > 3 ? strtoull(argv[3], NULL, 10) : 42);
+        return fflush(stdout) == 0 ? 0 : 1;
+    }
     if (argc > 3)
         rng_state ^= strtoull(argv[3], NULL, 10) * 0x9e3779b97f4a7c15ull;
     if (!rng_state)

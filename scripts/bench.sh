@@ -23,6 +23,7 @@ cmake --build build-bench -j 2 --target tally tally-gen >/dev/null
 mkdir -p "$OUT"
 TALLY=build-bench/tally
 
+. scripts/bench-lib.sh
 median() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
 
 # median wall seconds, peak RSS (KiB) and median CPU seconds (user + sys) of a
@@ -224,6 +225,14 @@ if command -v valgrind >/dev/null; then
   done
 fi
 
+# ---- The realistic cluster (issue 16): pending pods decided per second by outcome, instructions
+# per decided pod, `tally simulate` CPU, and the check that the answers equal the recorded ones
+# (scripts/bench-realistic.sh). The pods table above is the easy shape (every pod fits the first
+# node it tries); this one is what a busy cluster's backlog looks like. BENCH_REALISTIC=0 skips it.
+if [ "${BENCH_REALISTIC:-1}" != 0 ]; then
+  scripts/bench-realistic.sh
+fi
+
 # ---- A full `tally simulate` of the 5,000-node cluster (issue 8): CPU against 1 s ----
 # The cluster of the pods table's largest case (5,000 nodes, 500 leaf queues,
 # 20 AccountedResources), written by `bench-pods --emit` and run through the
@@ -258,22 +267,7 @@ done
 if command -v valgrind >/dev/null; then
   n=${SIM_NODES%% *}
   f="$OUT/sim-$n-$SIM_PODS.yaml"
-  cg=$(mktemp)
-  valgrind --tool=callgrind --callgrind-out-file="$cg" "$TALLY" simulate -o json "$f" >/dev/null 2>&1
-  callgrind_annotate --inclusive=yes --threshold=100 "$cg" > "$cg.txt"
-  # inclusive instructions of the named functions, summed
-  incl() {
-    local fn sum=0 v
-    for fn in "$@"; do
-      v=$(awk -v f=":$fn [" 'index($0, f) { gsub(",", "", $1); print $1; exit }' "$cg.txt")
-      sum=$((sum + ${v:-0}))
-    done
-    echo "$sum"
-  }
-  total=$(awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }' "$cg.txt")
-  load=$(incl tly_store_load_path tly_store_finish)
-  eng=$(incl tly_runsched_create tly_runsched_run tly_podsched_create tly_podsched_run)
-  rm -f "$cg" "$cg.txt"
+  read -r total load eng < <(simulate_split "$TALLY" "$f")
   size="$n/500/20/$SIM_PODS"
   printf '%-34s %10s %14s %14s %8s\n' "simulate instructions (whole run)" "$size" "$total" "-" "-"
   for part in "load:$load" "engines:$eng" "output etc.:$((total - load - eng))"; do

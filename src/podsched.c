@@ -21,8 +21,10 @@
 #include "tally/dra.h"
 #include "tally/error.h"
 #include "tally/gang.h"
+#include "tally/nodeclass.h"
 #include "tally/nodefit.h"
 #include "tally/podcharge.h"
+#include "strmap.h"
 
 
 /* One reason nodes were refused, and on how many. */
@@ -34,6 +36,7 @@ typedef struct tally_count {
 typedef struct {
     const tly_k8s_node *n;
     tly_rvec used;        /* every resource but GPU devices, from bound and placed pods */
+    tly_rvec alloc;       /* the node's allocatable, dense: read for every request on every try */
     tly_gpus gpus;
     uint64_t gpu_mem;     /* MiB per device, 0 when unknown */
     uint64_t free_h;      /* GPU hundredths free: the first bin-pack key */
@@ -44,10 +47,12 @@ typedef struct {
 typedef struct {
     tly_ps_result res;
     tly_podreq req;
-    tly_dra_choice dra;      /* its DRA devices (placed or bound pods with claims) */
+    tly_dra_choice *dra;     /* its DRA devices: pods with claims only (a choice is 1 KB) */
     const tly_podgroup *pg;
     int32_t subgroup;     /* its leaf subgroup in pg (tly_gang_subgroup_of), or -1 */
     int32_t queue;        /* index in the queues, or -1 */
+    uint32_t cid;         /* static constraint id (nodeclass.h), TLY_NC_NONE: node by node */
+    uint32_t shape;       /* node shape id (what decides its node fit), UINT32_MAX: none */
     int32_t priority;
     bool non_preemptible;
     bool pending;         /* tally must place it */
@@ -102,6 +107,21 @@ struct tly_podsched {
     uint32_t **sg_running;         /* per PodGroup with subgroups: pods Running per subgroup */
     int32_t *pg_topo_node;         /* per PodGroup: the node of one of its Running pods, or -1 */
     const uint8_t *mask;           /* while a topology domain is tried: its nodes */
+    tly_nodeclasses *ncls;         /* static node classes: the predicates once per class */
+    const tly_k8s_node **static_nodes;
+    /*
+    ** Pods of one node shape (constraint id, requests, GPU request) get the
+    ** same answer from every node. When one fit no node, for node reasons
+    ** only, its message holds for the next of its shape while no candidate
+    ** node has changed: cls_stamp[c] is the node_gen of the last change to a
+    ** node of static class c; shape_gen the node_gen its message was made at.
+    */
+    tly_strmap shape_ids;
+    uint32_t nshapes;
+    uint64_t node_gen, *cls_stamp, *shape_gen;
+    const char **shape_msg;
+    tly_ps_unit_hook unit_hook;    /* benchmarks: around each workload's decision */
+    void *unit_ctx;
 };
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -124,13 +144,22 @@ static int32_t node_index(const tly_podsched *ps, const char *name)
 
 static bool is_gpu_id(uint32_t id) { return id == TLY_R_NVIDIA_GPU || id == TLY_R_AMD_GPU; }
 
+/* A pod's DRA choice, freed with its storage (NULL: none). */
+static void free_choice(tly_dra_choice *c)
+{
+    if (!c)
+        return;
+    tly_dra_choice_free(c);
+    free(c);
+}
+
 /* ---- the bin-pack order ------------------------------------------------------ */
 
 static void refresh_keys(nstate *n)
 {
     uint64_t total = (uint64_t)n->gpus.ndev * 100, used = tly_gpus_used_hundredths(&n->gpus);
     n->free_h = total > used ? total - used : 0;
-    n->free_cpu = tly_rlist_get(&n->n->allocatable, TLY_R_CPU, NULL).nanos -
+    n->free_cpu = tly_rvec_get(&n->alloc, TLY_R_CPU).nanos -
                   tly_rvec_get(&n->used, TLY_R_CPU).nanos;
 }
 
@@ -561,6 +590,83 @@ static void count_running(tly_podsched *ps, const pstate *q, int32_t node)
         ps->pg_topo_node[pgi] = node;
 }
 
+/*
+** The static node classes for the pending pods' selectors, and each pending
+** pod's constraint id (the others are never tried on a node).
+*/
+static void static_classes(tly_podsched *ps)
+{
+    const tly_k8s_node **nl = tly_xmalloc((ps->nnodes + 1) * sizeof *nl);
+    const tly_pod **pl = tly_xmalloc((ps->npods + 1) * sizeof *pl);
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < ps->nnodes; i++)
+        nl[i] = ps->nodes[i].n;
+    for (uint32_t i = 0; i < ps->npods; i++)
+        if (ps->pods[i].pending)
+            pl[np++] = ps->pods[i].res.pod;
+    ps->ncls = tly_nodeclasses_create(nl, ps->nnodes, pl, np);
+    free(pl);
+    ps->static_nodes = nl;  /* the classes read them: kept until destroy */
+    for (uint32_t i = 0; i < ps->npods; i++)
+        ps->pods[i].cid = ps->pods[i].pending ? tly_nodeclasses_constraint(ps->ncls, ps->pods[i].res.pod)
+                                              : TLY_NC_NONE;
+}
+
+static void put32(char **w, uint32_t v)
+{
+    memcpy(*w, &v, sizeof v);
+    *w += sizeof v;
+}
+
+/*
+** Pod p's node shape id: what misfit() reads of a pod, exactly (its
+** constraint id, every request's id and amount, the GPU request). None for
+** pods evaluated node by node or with DRA claims (their devices are chosen
+** per node).
+*/
+static uint32_t node_shape(tly_podsched *ps, const pstate *p)
+{
+    if (p->cid == TLY_NC_NONE || p->res.pod->nclaims > 0)
+        return UINT32_MAX;
+    const tly_podreq *r = &p->req;
+    size_t len = 7 * sizeof(uint32_t) + sizeof r->gpu_memory_mib + r->req.n * (sizeof(uint32_t) + sizeof(tly_i128));
+    char *key = tly_xmalloc(len), *w = key;
+    put32(&w, p->cid);
+    put32(&w, r->gpu_kind);
+    put32(&w, r->gpu_resource);
+    put32(&w, r->gpu_devices);
+    put32(&w, r->gpu_portion);
+    put32(&w, r->mig_gpus);
+    memcpy(w, &r->gpu_memory_mib, sizeof r->gpu_memory_mib);
+    w += sizeof r->gpu_memory_mib;
+    put32(&w, r->req.n);
+    for (uint32_t i = 0; i < r->req.n; i++) {
+        put32(&w, r->req.v[i].id);
+        memcpy(w, &r->req.v[i].q.nanos, sizeof(tly_i128));
+        w += sizeof(tly_i128);
+    }
+    uintptr_t v = (uintptr_t)tly_strmap_get(&ps->shape_ids, key, len);
+    if (!v) {
+        char *kept = tly_arena_alloc(ps->a, len);
+        memcpy(kept, key, len);
+        v = ++ps->nshapes;
+        tly_strmap_put(&ps->shape_ids, kept, len, (void *)v);
+    }
+    free(key);
+    return (uint32_t)v - 1;
+}
+
+/* The shapes of the pending pods and their (empty) answers. */
+static void node_shapes(tly_podsched *ps)
+{
+    tly_strmap_init(&ps->shape_ids);
+    for (uint32_t i = 0; i < ps->npods; i++)
+        ps->pods[i].shape = ps->pods[i].pending ? node_shape(ps, &ps->pods[i]) : UINT32_MAX;
+    ps->shape_gen = tly_xcalloc(ps->nshapes + 1, sizeof *ps->shape_gen);
+    ps->shape_msg = tly_xcalloc(ps->nshapes + 1, sizeof *ps->shape_msg);
+    ps->cls_stamp = tly_xcalloc(tly_nodeclasses_count(ps->ncls) + 1, sizeof *ps->cls_stamp);
+}
+
 tly_podsched *tly_podsched_create(tly_store *s)
 {
     tly_podsched *ps = tly_xcalloc(1, sizeof *ps);
@@ -579,6 +685,8 @@ tly_podsched *tly_podsched_create(tly_store *s)
         nstate *n = &ps->nodes[i];
         n->n = tly_store_at(s, TLY_K_NODE, i);
         tly_rvec_init(&n->used);
+        tly_rvec_init(&n->alloc);
+        (void)tly_rvec_add_list(&n->alloc, &n->n->allocatable);
         tly_gpus_init(&n->gpus, n->n);
         n->gpu_mem = tly_node_gpu_memory_mib(n->n);
         if (n->gpu_mem > ps->max_gpu_mem)
@@ -638,17 +746,20 @@ tly_podsched *tly_podsched_create(tly_store *s)
             if (!tly_pod_is_gpu_reservation(p))
                 gpu_use_add(ps, &gu, p, &req, (uint32_t)ni);
         }
-        tly_dra_choice dch;
-        tly_dra_choice_init(&dch);
+        tly_dra_choice *dch = NULL;
+        if (p->nclaims > 0) {
+            dch = tly_xmalloc(sizeof *dch);
+            tly_dra_choice_init(dch);
+        }
         if (bound && p->nclaims > 0) {
             /* Devices of bound pods are in use, and their claims charged to their queue. */
             const char *why;
             const char *qn = ours ? tly_store_pod_queue(s, p, NULL) : NULL;
-            if (tly_dra_try(ps->dra, p, p->node_name, qn, &dch, &why) == 1)
-                tly_dra_commit(ps->dra, &dch);
+            if (tly_dra_try(ps->dra, p, p->node_name, qn, dch, &why) == 1)
+                tly_dra_commit(ps->dra, dch);
         }
         if (!ours) {
-            tly_dra_choice_free(&dch);
+            free_choice(dch);
             continue;
         }
         pstate *q = &ps->pods[ps->npods++];
@@ -694,9 +805,9 @@ tly_podsched *tly_podsched_create(tly_store *s)
             if (q->queue >= 0 && ni >= 0) {
                 const char *problem;
                 make_charge(ps, q, ni, true, &q->charge, &problem);
-                if (q->dra.nclaims) {
-                    add_dra(ps, q, (uint32_t)ni, &q->dra, q->charge.res, q->charge.accounted, &problem);
-                    uint32_t g = tly_dra_gpu_devices(&q->dra);
+                if (q->dra && q->dra->nclaims) {
+                    add_dra(ps, q, (uint32_t)ni, q->dra, q->charge.res, q->charge.accounted, &problem);
+                    uint32_t g = tly_dra_gpu_devices(q->dra);
                     if (g) {
                         tly_qty cur = tly_rlist_get(&q->charge.all, TLY_R_NVIDIA_GPU, NULL), sum;
                         tly_qty_add(cur, tly_hundredths_qty((uint64_t)g * 100), &sum);
@@ -716,6 +827,8 @@ tly_podsched *tly_podsched_create(tly_store *s)
         }
     }
     gpu_uses_layout(ps, &gu);
+    static_classes(ps);
+    node_shapes(ps);
     /* Node classes by (GPU memory, AccountedResource match row). */
     ps->node_class = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->node_class);
     uint32_t *rep = tly_xmalloc((ps->nnodes + 1) * sizeof *rep);
@@ -776,6 +889,7 @@ void tly_podsched_destroy(tly_podsched *ps)
         return;
     for (uint32_t i = 0; i < ps->nnodes; i++) {
         tly_rvec_free(&ps->nodes[i].used);
+        tly_rvec_free(&ps->nodes[i].alloc);
         tly_gpus_free(&ps->nodes[i].gpus);
     }
     free(ps->nodes);
@@ -793,7 +907,7 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->cls_idx);
     free(ps->cls_nidx);
     for (uint32_t i = 0; i < ps->npods; i++)
-        tly_dra_choice_free(&ps->pods[i].dra);
+        free_choice(ps->pods[i].dra);
     tly_dra_choice_free(&ps->dra_try);
     tly_dra_destroy(ps->dra);
     for (uint32_t i = 0; i < tly_store_count(ps->s, TLY_K_PODGROUP); i++)
@@ -802,6 +916,12 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->pg_topo_node);
     free(ps->pg_running);
     tly_acc_match_free(&ps->match);
+    tly_nodeclasses_destroy(ps->ncls);
+    tly_strmap_free(&ps->shape_ids);
+    free(ps->shape_gen);
+    free(ps->shape_msg);
+    free(ps->cls_stamp);
+    free(ps->static_nodes);
     tly_acc_index_destroy(ps->accx);
     free(ps->pods);
     tly_queues_destroy(ps->qs);
@@ -836,29 +956,43 @@ static const char *foreign_gate(const tly_pod *p)
     return NULL;
 }
 
-/* Static or resource misfit of pod p on node n: NULL when it fits. */
-static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
+/* The static predicates of pod p on node k: once per (constraint, class) where p has one. */
+static tly_fit_result static_fit(tly_podsched *ps, const pstate *p, uint32_t k, const tly_taint **taint)
 {
-    const tly_taint *taint;
-    tly_fit_result f = tly_nodefit_static(p->res.pod, n->n, &taint);
-    /* No buffer: the caller only asks whether it fits (the reason is not shown). */
-    if (!buf && f != TLY_FIT_OK)
-        return "";
+    if (p->cid == TLY_NC_NONE)
+        return tly_nodefit_static(p->res.pod, ps->nodes[k].n, taint);
+    return tly_nodeclasses_fit(ps->ncls, p->cid, tly_nodeclasses_of(ps->ncls, k), taint);
+}
+
+/* "node(s) had untolerated taint {key: value}", or the predicate's text. */
+static const char *static_text(tly_fit_result f, const tly_taint *taint, char *buf, size_t len)
+{
     if (f == TLY_FIT_TAINT && taint) {
         /* kube-scheduler names the taint: "had untolerated taint {key: value}". */
         snprintf(buf, len, "node(s) had untolerated taint {%s: %s}", taint->key,
                  taint->value ? taint->value : "");
         return buf;
     }
+    return tly_fit_result_text(f);
+}
+
+/* Static or resource misfit of pod p on node n: NULL when it fits. */
+static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
+{
+    const tly_taint *taint;
+    tly_fit_result f = static_fit(ps, p, (uint32_t)(n - ps->nodes), &taint);
+    /* No buffer: the caller only asks whether it fits (the reason is not shown). */
+    if (!buf && f != TLY_FIT_OK)
+        return "";
     if (f != TLY_FIT_OK)
-        return tly_fit_result_text(f);
+        return static_text(f, taint, buf, len);
     for (uint32_t i = 0; i < p->req.req.n; i++) {
         const tly_rq *r = &p->req.req.v[i];
         if (is_gpu_id(r->id) || tly_qty_sign(r->q) <= 0)
             continue;
         tly_qty total;
         if (tly_qty_add(tly_rvec_get(&n->used, r->id), r->q, &total) != TLY_OK ||
-            tly_qty_cmp(total, tly_rlist_get(&n->n->allocatable, r->id, NULL)) > 0) {
+            tly_qty_cmp(total, tly_rvec_get(&n->alloc, r->id)) > 0) {
             if (!buf)
                 return "";
             snprintf(buf, len, "Insufficient %s", tly_names_str(ps->names, r->id));
@@ -904,16 +1038,22 @@ static char *unschedulable_message(tly_podsched *ps, tally_count *c, uint32_t nc
     return buf;
 }
 
-static void count_reason(tally_count **c, uint32_t *nc, const char *text, tly_arena *a)
+/* n more nodes refused for `text`. */
+static void count_reasons(tally_count **c, uint32_t *nc, const char *text, uint32_t n, tly_arena *a)
 {
     for (uint32_t i = 0; i < *nc; i++)
         if (!strcmp((*c)[i].text, text)) {
-            (*c)[i].count++;
+            (*c)[i].count += n;
             return;
         }
     (*c)[*nc].text = tly_arena_strdup(a, text);
-    (*c)[*nc].count = 1;
+    (*c)[*nc].count = n;
     (*nc)++;
+}
+
+static void count_reason(tally_count **c, uint32_t *nc, const char *text, tly_arena *a)
+{
+    count_reasons(c, nc, text, 1, a);
 }
 
 typedef struct {
@@ -921,6 +1061,38 @@ typedef struct {
     int32_t node;
     tly_gpus before;     /* the node's devices before this placement */
 } placement;
+
+/* Node k's state changed: answers of the shapes that can use it are stale. */
+static void touch_node(tly_podsched *ps, uint32_t k)
+{
+    ps->cls_stamp[tly_nodeclasses_of(ps->ncls, k)] = ++ps->node_gen;
+}
+
+/* The message of p's shape when it still holds (no candidate node has changed since), or NULL. */
+static const char *shape_answer(tly_podsched *ps, const pstate *p)
+{
+    if (p->shape == UINT32_MAX || !ps->shape_msg[p->shape] || ps->mask)
+        return NULL;  /* within a topology domain the answer is the domain's, not the shape's */
+    uint32_t n;
+    const uint32_t *cls = tly_nodeclasses_passing(ps->ncls, p->cid, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (ps->cls_stamp[cls[i]] > ps->shape_gen[p->shape])
+            return NULL;
+    return ps->shape_msg[p->shape];
+}
+
+/* The nodes whose class the static predicates refuse pod p, counted by reason, class by class. */
+static void static_refusals(tly_podsched *ps, const pstate *p, tally_count **counts, uint32_t *nc)
+{
+    char buf[160];
+    for (uint32_t c = 0; c < tly_nodeclasses_count(ps->ncls); c++) {
+        const tly_taint *taint;
+        tly_fit_result f = tly_nodeclasses_fit(ps->ncls, p->cid, c, &taint);
+        if (f != TLY_FIT_OK)
+            count_reasons(counts, nc, static_text(f, taint, buf, sizeof buf), tly_nodeclasses_size(ps->ncls, c),
+                          ps->a);
+    }
+}
 
 /*
 ** Can pod p go to node k now? 1 yes; 0 no for node reasons (why in *why);
@@ -1066,6 +1238,11 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     const char *why, *problem = NULL, *best_problem = NULL;
     int32_t best = -1;
     ps->epoch++;  /* the class cache holds for this pod's scans, while nothing changes */
+    const char *known = shape_answer(ps, p);
+    if (known) {
+        *nodes_msg = (char *)known;
+        return false;
+    }
     if (p->req.gpu_kind != TLY_GPU_MEMORY) {
         uint64_t h = tly_podreq_gpu_hundredths(&p->req, 0);
         uint32_t lo = 0, hi = ps->nnodes;
@@ -1100,7 +1277,15 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         uint32_t nc = 0;
         uint64_t best_free = 0;
         tly_i128 best_cpu = 0;
-        for (uint32_t k = 0; k < ps->nnodes; k++) {
+        /* Nodes the static predicates refuse are counted by class; the rest are tried in name order. */
+        uint32_t ncand = ps->nnodes;
+        const uint32_t *cand = NULL;
+        if (p->cid != TLY_NC_NONE) {
+            cand = tly_nodeclasses_candidates(ps->ncls, p->cid, &ncand);
+            static_refusals(ps, p, &counts, &nc);
+        }
+        for (uint32_t j = 0; j < ncand; j++) {
+            uint32_t k = cand ? cand[j] : j;
             tly_qverdict v = {.quiet = *any_policy};
             int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem);
             if (r == -2) {
@@ -1139,6 +1324,10 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
                 /* Not queue policy: a node of the class the limit spares would run it. */
                 *nodes_msg = tly_arena_printf(ps->a, "%s %s", *nodes_msg, where);
                 *any_policy = false;
+            } else if (p->shape != UINT32_MAX && !*any_policy && !ps->mask) {
+                /* Node reasons only: the answer of every pod of this shape until a candidate changes. */
+                ps->shape_msg[p->shape] = *nodes_msg;
+                ps->shape_gen[p->shape] = ps->node_gen;
             }
             return false;
         }
@@ -1159,11 +1348,11 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     if (p->res.pod->nclaims > 0) {
         /* Choose the devices on the chosen node again (the scan moved on) and take them. */
         const char *dwhy;
-        tly_dra_choice_free(&p->dra);
-        tly_dra_choice_init(&p->dra);
-        tly_dra_try(ps->dra, p->res.pod, n->n->meta.name, p->res.queue, &p->dra, &dwhy);
-        tly_dra_commit(ps->dra, &p->dra);
-        uint32_t g = tly_dra_gpu_devices(&p->dra);
+        tly_dra_choice_free(p->dra);
+        tly_dra_choice_init(p->dra);
+        tly_dra_try(ps->dra, p->res.pod, n->n->meta.name, p->res.queue, p->dra, &dwhy);
+        tly_dra_commit(ps->dra, p->dra);
+        uint32_t g = tly_dra_gpu_devices(p->dra);
         if (g) {
             tly_qty gq = tly_hundredths_qty((uint64_t)g * 100), cur, sum;
             tly_qty_add(best_charge.res[TLY_QR_GPU], gq, &best_charge.res[TLY_QR_GPU]);
@@ -1173,6 +1362,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         }
     }
     tly_gpus_copy(&pl->before, &n->gpus);
+    touch_node(ps, (uint32_t)best);
     use_node(n, &p->req, 1);
     tly_gpus_place(&n->gpus, &p->req, true);
     reorder(ps, (uint32_t)best);
@@ -1188,15 +1378,16 @@ static void undo(tly_podsched *ps, placement *pl)
 {
     pstate *p = &ps->pods[pl->pod];
     nstate *n = &ps->nodes[pl->node];
+    touch_node(ps, (uint32_t)pl->node);
     use_node(n, &p->req, -1);
     tly_gpus_free(&n->gpus);
     n->gpus = pl->before;
     reorder(ps, (uint32_t)pl->node);
     tly_queues_charge(ps->qs, (uint32_t)p->queue, &p->charge, p->non_preemptible, -1);
-    if (p->dra.nclaims) {
-        tly_dra_undo(ps->dra, &p->dra);
-        tly_dra_choice_free(&p->dra);
-        tly_dra_choice_init(&p->dra);
+    if (p->dra && p->dra->nclaims) {
+        tly_dra_undo(ps->dra, p->dra);
+        tly_dra_choice_free(p->dra);
+        tly_dra_choice_init(p->dra);
     }
     p->node = -1;
     p->res.message = NULL;
@@ -1767,11 +1958,22 @@ void tly_podsched_run(tly_podsched *ps)
     free(tail);
     free(next);
     qsort(units, nu, sizeof *units, cmp_unit);
-    for (uint32_t k = 0; k < nu; k++)
+    for (uint32_t k = 0; k < nu; k++) {
+        if (ps->unit_hook)
+            ps->unit_hook(ps->unit_ctx, units[k].pods, units[k].n, false);
         place_unit(ps, units[k].pods, units[k].n);
+        if (ps->unit_hook)
+            ps->unit_hook(ps->unit_ctx, units[k].pods, units[k].n, true);
+    }
     free(taken);
     free(slots);
     free(units);
+}
+
+void tly_podsched_set_unit_hook(tly_podsched *ps, tly_ps_unit_hook fn, void *ctx)
+{
+    ps->unit_hook = fn;
+    ps->unit_ctx = ctx;
 }
 
 uint32_t tly_podsched_npods(const tly_podsched *ps) { return ps->npods; }

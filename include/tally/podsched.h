@@ -53,6 +53,14 @@ void tly_podsched_destroy(tly_podsched *ps);
 /* Places what can be placed. */
 void tly_podsched_run(tly_podsched *ps);
 
+/*
+** For benchmarks: fn(ctx, pods, n, done) is called before (done false) and
+** after (done true) each workload is decided, with the indices of its
+** pending pods (tly_podsched_pod order). NULL turns it off.
+*/
+typedef void (*tly_ps_unit_hook)(void *ctx, const uint32_t *pods, uint32_t n, bool done);
+void tly_podsched_set_unit_hook(tly_podsched *ps, tly_ps_unit_hook fn, void *ctx);
+
 /* tally's pods, in (namespace, name) order. */
 uint32_t tly_podsched_npods(const tly_podsched *ps);
 const tly_ps_result *tly_podsched_pod(const tly_podsched *ps, uint32_t i);
