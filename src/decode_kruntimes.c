@@ -33,6 +33,7 @@
 
 #include "tally/decode.h"
 #include "tally/error.h"
+#include "tally/kruntimes.h"
 #include "tally/labelsyntax.h"
 
 #define RUN_TOPOLOGY_KEY "kruntimes.io/runtime-pod"
@@ -60,6 +61,33 @@ static bool is_alnum(char c)
 
 /* ---- Runtime ------------------------------------------------------------ */
 
+/*
+** kruntimes' Runtime controller projects each capacity entry to the Pod
+** template annotation kruntimes.io/capacity.<name>. A name that makes that
+** key invalid (a '/' in it, as in example.com/gpu, or too long) cannot be
+** projected: the API server would reject the Deployment. The warning says
+** how Runtime Pods can still advertise it.
+*/
+static void warn_unprojectable(tly_dctx *dx, const tly_node *resources)
+{
+    if (!resources || resources->type != TLY_N_MAP)
+        return;
+    size_t mark = tly_dx_push(dx, "resources");
+    for (const tly_node *k = resources->kids; k; k = k->next) {
+        char *key = tly_arena_printf(dx->arena, TLY_KRT_CAPACITY_PREFIX "%s", k->key);
+        const char *why = tly_annotation_key_problems(dx->arena, key);
+        if (why)
+            tly_dx_warn(dx, k, k->key,
+                        "cannot be projected to a Pod annotation: the Runtime controller writes "
+                        "%s, which is not a valid annotation key (%s), so the API server would "
+                        "reject the Deployment. Give the Runtime Pods this capacity with the "
+                        "annotation " TLY_KRT_CAPACITIES_ANNOTATION " (a JSON object such as "
+                        "{\"%s\": \"1\"}) instead",
+                        key, why, k->key);
+    }
+    tly_dx_pop(dx, mark);
+}
+
 void tly_decode_runtime(tly_dctx *dx, const tly_node *obj, tly_runtime *out)
 {
     const tly_node *spec = tly_dx_map(dx, obj, "spec");
@@ -67,7 +95,8 @@ void tly_decode_runtime(tly_dctx *dx, const tly_node *obj, tly_runtime *out)
     const tly_node *cap = tly_dx_map(dx, spec, "capacity");
     if (cap) {
         size_t cmark = tly_dx_push(dx, "capacity");
-        tly_dx_rlist(dx, cap, "resources", &out->capacity);
+        if (tly_dx_rlist(dx, cap, "resources", &out->capacity))
+            warn_unprojectable(dx, member(cap, "resources"));
         tly_dx_pop(dx, cmark);
     }
     tly_dx_pop(dx, mark);

@@ -148,6 +148,15 @@ const char *tly_label_key_problems(tly_arena *a, const char *key)
     return sb_close(&b, a);
 }
 
+const char *tly_annotation_key_problems(tly_arena *a, const char *key)
+{
+    char *lower = tly_arena_strdup(a, key);
+    for (char *c = lower; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    return tly_label_key_problems(a, lower);
+}
+
 const char *tly_label_value_problems(tly_arena *a, const char *value)
 {
     size_t n = strlen(value);

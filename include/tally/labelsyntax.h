@@ -29,6 +29,13 @@
 */
 const char *tly_label_key_problems(tly_arena *a, const char *key);
 
+/*
+** Why key is not a valid annotation key: the label key rule applied to the
+** key lower-cased, as the API server's ValidateAnnotations applies it; NULL
+** when valid.
+*/
+const char *tly_annotation_key_problems(tly_arena *a, const char *key);
+
 /* Why value is not a valid label value (at most 63 characters, may be empty); NULL when valid. */
 const char *tly_label_value_problems(tly_arena *a, const char *value);
 
