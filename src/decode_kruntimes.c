@@ -11,6 +11,13 @@
 ** value, mode sets exactly one of task/function, affinity terms have a
 ** non-empty labelSelector and the one supported topologyKey.
 **
+** Affinity selectors: the CRD does not check operators, value counts or
+** label syntax, so the API server stores a Run whose selector kruntimes'
+** scheduler cannot compile; the scheduler then fails it at PreFilter. The
+** decoder keeps the first such failure, in kruntimes' words, in
+** affinity_error (labelsyntax.h has apimachinery's texts), and reports each
+** bad selector as an error the object survives, like an invalid request.
+**
 ** Run requests: the CRD accepts any quantity, but the scheduler's
 ** RunSpec.ResourceRequests() rejects a request unless Quantity.AsInt64()
 ** succeeds on it and it is not negative. AsInt64 depends on the literal form
@@ -26,6 +33,8 @@
 
 #include "tally/decode.h"
 #include "tally/error.h"
+#include "tally/kruntimes.h"
+#include "tally/labelsyntax.h"
 
 #define RUN_TOPOLOGY_KEY "kruntimes.io/runtime-pod"
 #define RUN_MAX_AFFINITY_TERMS 32
@@ -52,6 +61,33 @@ static bool is_alnum(char c)
 
 /* ---- Runtime ------------------------------------------------------------ */
 
+/*
+** kruntimes' Runtime controller projects each capacity entry to the Pod
+** template annotation kruntimes.io/capacity.<name>. A name that makes that
+** key invalid (a '/' in it, as in example.com/gpu, or too long) cannot be
+** projected: the API server would reject the Deployment. The warning says
+** how Runtime Pods can still advertise it.
+*/
+static void warn_unprojectable(tly_dctx *dx, const tly_node *resources)
+{
+    if (!resources || resources->type != TLY_N_MAP)
+        return;
+    size_t mark = tly_dx_push(dx, "resources");
+    for (const tly_node *k = resources->kids; k; k = k->next) {
+        char *key = tly_arena_printf(dx->arena, TLY_KRT_CAPACITY_PREFIX "%s", k->key);
+        const char *why = tly_annotation_key_problems(dx->arena, key);
+        if (why)
+            tly_dx_warn(dx, k, k->key,
+                        "cannot be projected to a Pod annotation: the Runtime controller writes "
+                        "%s, which is not a valid annotation key (%s), so the API server would "
+                        "reject the Deployment. Give the Runtime Pods this capacity with the "
+                        "annotation " TLY_KRT_CAPACITIES_ANNOTATION " (a JSON object such as "
+                        "{\"%s\": \"1\"}) instead",
+                        key, why, k->key);
+    }
+    tly_dx_pop(dx, mark);
+}
+
 void tly_decode_runtime(tly_dctx *dx, const tly_node *obj, tly_runtime *out)
 {
     const tly_node *spec = tly_dx_map(dx, obj, "spec");
@@ -59,7 +95,8 @@ void tly_decode_runtime(tly_dctx *dx, const tly_node *obj, tly_runtime *out)
     const tly_node *cap = tly_dx_map(dx, spec, "capacity");
     if (cap) {
         size_t cmark = tly_dx_push(dx, "capacity");
-        tly_dx_rlist(dx, cap, "resources", &out->capacity);
+        if (tly_dx_rlist(dx, cap, "resources", &out->capacity))
+            warn_unprojectable(dx, member(cap, "resources"));
         tly_dx_pop(dx, cmark);
     }
     tly_dx_pop(dx, mark);
@@ -154,20 +191,65 @@ static void decode_run_mode(tly_dctx *dx, const tly_node *spec, tly_run *out)
     tly_dx_pop(dx, mark);
 }
 
-/* A RunAffinityTerm at `t` (the current path): labelSelector + topologyKey. */
-static bool decode_affinity_term(tly_dctx *dx, const tly_node *t, tly_run_affinity_term *out)
+/*
+** kruntimes' PreFilter step for one term (kruntimes-facts 3.1 step 7): the
+** topology key must be the supported one, the selector present, and the
+** selector must compile. Returns the first failure's text, or NULL. The API
+** server stores a selector that does not compile (the CRD checks neither
+** operators nor label syntax), so its error is reported here as one the
+** object survives (tly_dx_invalid), and *selector_bad tells the caller not
+** to decode the selector again.
+*/
+static const char *term_error(tly_dctx *dx, const tly_node *t, bool *selector_bad)
+{
+    const tly_node *sel = member(t, "labelSelector");
+    const tly_node *at;
+    const char *field;
+    const char *serr = tly_label_selector_error(dx->arena, sel, &at, &field);
+    *selector_bad = serr != NULL;
+    if (serr)
+        tly_dx_invalid(dx, at, tly_arena_printf(dx->arena, "labelSelector.%s", field),
+                       "%s: kruntimes' scheduler cannot compile this selector, so the Run "
+                       "ends Failed (pod selection failed)",
+                       serr);
+    const tly_node *tk = member(t, "topologyKey");
+    const char *key = tk && tk->type == TLY_N_STRING ? tk->str : "";
+    if (strcmp(key, RUN_TOPOLOGY_KEY) != 0)
+        return tly_arena_printf(dx->arena, "unsupported run affinity topology key \"%s\"", key);
+    if (!sel)
+        return "run affinity term has no label selector";
+    if (serr)
+        return tly_arena_printf(dx->arena, "parse run affinity selector: %s", serr);
+    return NULL;
+}
+
+/* Keeps the first PreFilter failure as the Run's status message, as kruntimes writes it. */
+static void note_term_error(tly_dctx *dx, const char **first, const char *err)
+{
+    if (err && !*first)
+        *first = tly_arena_printf(dx->arena, "pod selection failed: pre-filter run affinity: %s", err);
+}
+
+/*
+** A RunAffinityTerm at `t` (the current path): labelSelector + topologyKey.
+** *first receives the term's PreFilter failure if it is the Run's first.
+*/
+static bool decode_affinity_term(tly_dctx *dx, const tly_node *t, tly_run_affinity_term *out,
+                                 const char **first)
 {
     if (t->type != TLY_N_MAP) {
         tly_dx_error(dx, t, NULL, "must be a map with labelSelector and topologyKey, not %s",
                      tly_ntype_name(t->type));
         return false;
     }
-    bool ok = true;
+    bool selector_bad;
+    note_term_error(dx, first, term_error(dx, t, &selector_bad));
+    bool ok = !selector_bad;
     const tly_node *sel = member(t, "labelSelector");
     if (!sel) {
         tly_dx_error(dx, t, "labelSelector", "required field is missing");
         ok = false;
-    } else {
+    } else if (!selector_bad) {
         size_t mark = tly_dx_push(dx, "labelSelector");
         const tly_node *ml = member(sel, "matchLabels"), *me = member(sel, "matchExpressions");
         if (!tly_dx_label_selector(dx, sel, &out->selector)) {
@@ -205,7 +287,7 @@ static const tly_node *term_list(tly_dctx *dx, const tly_node *map, const char *
 /* runAffinity or runAntiAffinity: required and preferred terms. */
 static void decode_affinity(tly_dctx *dx, const tly_node *affinity, const char *key,
                             tly_run_affinity_term **req, uint32_t *nreq,
-                            tly_run_affinity_term **pref, uint32_t *npref)
+                            tly_run_affinity_term **pref, uint32_t *npref, const char **first)
 {
     const tly_node *a = tly_dx_map(dx, affinity, key);
     if (!a)
@@ -221,7 +303,7 @@ static void decode_affinity(tly_dctx *dx, const tly_node *affinity, const char *
         for (const tly_node *t = seq->kids; t; t = t->next, i++) {
             size_t imark = tly_dx_push_idx(dx, i);
             /* Bad terms are dropped: a required term that cannot be read is not evaluated. */
-            if (decode_affinity_term(dx, t, &(*req)[*nreq]))
+            if (decode_affinity_term(dx, t, &(*req)[*nreq], first))
                 (*nreq)++;
             else
                 memset(&(*req)[*nreq], 0, sizeof **req);
@@ -259,10 +341,12 @@ static void decode_affinity(tly_dctx *dx, const tly_node *affinity, const char *
                 const tly_node *rt = member(t, "runAffinityTerm");
                 if (!rt) {
                     tly_dx_error(dx, t, "runAffinityTerm", "required field is missing");
+                    /* Go's zero term: no topology key. */
+                    note_term_error(dx, first, "unsupported run affinity topology key \"\"");
                     ok = false;
                 } else {
                     size_t tmark = tly_dx_push(dx, "runAffinityTerm");
-                    ok = decode_affinity_term(dx, rt, term) && ok;
+                    ok = decode_affinity_term(dx, rt, term, first) && ok;
                     tly_dx_pop(dx, tmark);
                 }
                 term->weight = w;
@@ -315,15 +399,19 @@ void tly_decode_run(tly_dctx *dx, const tly_node *obj, tly_run *out)
         }
 
         decode_run_mode(dx, spec, out);
+        tly_dx_bool(dx, spec, "cancelRequested", &out->cancel_requested);
 
         const tly_node *affinity = tly_dx_map(dx, spec, "affinity");
         if (affinity) {
             size_t amark = tly_dx_push(dx, "affinity");
+            /* kruntimes compiles runAffinity's terms, then runAntiAffinity's,
+               each list required first: the first failure is the message. */
             decode_affinity(dx, affinity, "runAffinity", &out->affinity_required,
                             &out->naffinity_required, &out->affinity_preferred,
-                            &out->naffinity_preferred);
+                            &out->naffinity_preferred, &out->affinity_error);
             decode_affinity(dx, affinity, "runAntiAffinity", &out->anti_required,
-                            &out->nanti_required, &out->anti_preferred, &out->nanti_preferred);
+                            &out->nanti_required, &out->anti_preferred, &out->nanti_preferred,
+                            &out->affinity_error);
             tly_dx_pop(dx, amark);
         }
         tly_dx_pop(dx, mark);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tally/error.h"
+#include "tally/labelsyntax.h"
 
 static const char *const phase_names[] = {
     [TLY_RUN_PENDING] = "Pending",     [TLY_RUN_SCHEDULED] = "Scheduled",
@@ -89,6 +90,27 @@ static void capacity_entry(const tly_pod *p, const char *name, const char *text,
     tly_rlist_set(out, a, tly_names_intern(names, name, strlen(name)), q);
 }
 
+/*
+** The per-resource form with a name that holds '/' (the seed's
+** kruntimes.io/capacity.example.com/gpu) makes a key the API server rejects:
+** an annotation key is a label key (lower-cased), at most one '/'. It is
+** still read, for inputs written after the seed; the warning says how to
+** write it so a real cluster takes it.
+*/
+static void warn_bad_key(const tly_pod *p, const tly_kv *kv, const char *name, const char *where,
+                         tly_arena *a, tly_diags *d)
+{
+    const char *why = tly_annotation_key_problems(a, kv->key);
+    if (!why || !d)
+        return;
+    tly_diags_add(d, TLY_SEV_WARNING, p->meta.src.file, p->meta.src.line, p->meta.src.col, "Pod",
+                  tly_arena_printf(a, "%s/%s", p->meta.ns, p->meta.name), where,
+                  "not a valid annotation key, so the API server rejects it (%s); tally reads it "
+                  "for compatibility with the seed's form. Give this capacity in the annotation "
+                  TLY_KRT_CAPACITIES_ANNOTATION " instead: {\"%s\": \"%s\"}",
+                  why, name, kv->val);
+}
+
 void tly_runtime_pod_capacity(const tly_pod *p, tly_names *names, tly_arena *a,
                               tly_rlist *out, tly_diags *d)
 {
@@ -106,6 +128,7 @@ void tly_runtime_pod_capacity(const tly_pod *p, tly_names *names, tly_arena *a,
         if (strncmp(kv->key, TLY_KRT_CAPACITY_PREFIX, plen) != 0)
             continue;
         char *where = tly_arena_printf(a, "metadata.annotations.%s", kv->key);
+        warn_bad_key(p, kv, kv->key + plen, where, a, d);
         capacity_entry(p, kv->key + plen, kv->val, where, names, a, out, d);
     }
     if (!json)

@@ -258,6 +258,14 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
     const tly_config *cfg = tly_store_config(state);
     if (cfg && cfg->validate_quota == 0)
         return;  /* validateQuota: false admits every resize */
+    /*
+    ** A pod that is not bound (oldObject without nodeName) holds nothing on
+    ** any queue: its resize pushes no queue, strict mode included, and the
+    ** scheduler places it at its new size under queue policy (contract
+    ** section 5). No queue is checked, so no ledger reserves an increase.
+    */
+    if (!old->node_name || !*old->node_name)
+        return;
     bool strict = cfg && cfg->block_upsize == 1;
 
     /*
@@ -316,8 +324,8 @@ void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod
         pod_charge(state, stale, a, stale_ch, &sq, &stale_np);
         stale_q = tly_queues_find(qs, sq);
     }
-    /* ... and the pod counts as it runs (oldObject), and only if it is bound (contract section 5). */
-    if (old->node_name && *old->node_name && !tly_pod_terminal(old)) {
+    /* ... and the pod counts as it runs (oldObject; it is bound, see above), unless terminal. */
+    if (!tly_pod_terminal(old)) {
         memcpy(old_ch, e_old, sizeof old_ch);  /* E(old) is the charge */
         old_np = e_np;
         old_q = tly_queues_find(qs, old_queue);

@@ -969,6 +969,37 @@ static char *unavailable_message(tly_runsched *rs, const rgroup *g)
                             g->runtime, g->npods, g->npods == 1 ? "Pod" : "Pods", buf);
 }
 
+/*
+** The checks kruntimes' scheduler makes before it looks at any Pod, in its
+** order (kruntimes-facts 3.1): a cancel request ends the Run Cancelled, an
+** invalid request Failed/InvalidResources, an affinity it cannot compile
+** Failed with no reason (its scheduler writes only the phase and message).
+** Returns whether the Run ended.
+*/
+static bool prefilter_ends(tly_runsched *rs, rrun *r)
+{
+    const tly_run *run = r->res.run;
+    if (run->cancel_requested) {
+        r->res.phase = TLY_RUN_CANCELLED;
+        r->res.reason = TLY_REASON_CANCELLED;
+        r->res.message = TLY_MESSAGE_CANCELLED;
+        return true;
+    }
+    if (r->bad) {
+        r->res.phase = TLY_RUN_FAILED;
+        r->res.reason = TLY_REASON_INVALID_RESOURCES;
+        r->res.message = tly_arena_printf(rs->a, "resource request \"%s\" must be a non-negative integer",
+                                          r->bad);
+        return true;
+    }
+    if (run->affinity_error) {
+        r->res.phase = TLY_RUN_FAILED;
+        r->res.message = run->affinity_error;
+        return true;
+    }
+    return false;
+}
+
 int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
 {
     rrun *r = &rs->runs[i];
@@ -978,14 +1009,10 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
     const tly_run *run = r->res.run;
     r->res.reason = NULL;
     r->res.message = NULL;
-    /* PreFilter: the request must be valid; an invalid one is terminal. */
-    if (r->bad) {
-        r->res.phase = TLY_RUN_FAILED;
-        r->res.reason = TLY_REASON_INVALID_RESOURCES;
-        r->res.message = tly_arena_printf(rs->a, "resource request \"%s\" must be a non-negative integer",
-                                          r->bad);
+    if (!run->runtime)
+        return -1;  /* kruntimes skips a Run without spec.runtime */
+    if (prefilter_ends(rs, r))
         return -1;
-    }
     if (r->group < 0)
         return -1;
     rgroup *g = &rs->groups[r->group];
@@ -1142,6 +1169,13 @@ static void admit_pod(tly_runsched *rs, uint32_t pi)
             r->res.message = tly_arena_printf(
                 rs->a, "assigned to Runtime Pod %s, which is %s: runtimed admits the Run when it is available",
                 p->res.pod->meta.name, tly_rpod_state_text(p->res.state));
+            continue;
+        }
+        if (r->res.run->cancel_requested) {
+            /* runtimed ends a cancelled Run before its capacity check, without claiming it. */
+            tly_runsched_finish(rs, sched[k], TLY_RUN_CANCELLED);
+            r->res.reason = TLY_REASON_CANCELLED;
+            r->res.message = TLY_MESSAGE_CANCELLED;
             continue;
         }
         if (r->bad) {

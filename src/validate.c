@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tally/kruntimes.h"
+
 static void ref_problem(tly_diags *d, bool full_state, const tly_meta *m, const tly_src *at,
                         const char *field, const char *fmt, const char *what)
 {
@@ -67,6 +69,40 @@ static void check_queues(const tly_store *s, tly_diags *d, bool full)
     }
 }
 
+/* A ResourceClaim the input holds that was generated for claim `pc` of pod p. */
+static bool generated_claim(const tly_store *s, const tly_pod *p, const char *pc)
+{
+    uint32_t n = tly_store_count(s, TLY_K_RESOURCE_CLAIM);
+    for (uint32_t i = 0; i < n; i++) {
+        const tly_resource_claim *c = tly_store_at(s, TLY_K_RESOURCE_CLAIM, i);
+        const char *pcn = tly_kvs_get(&c->meta.annotations, "resource.kubernetes.io/pod-claim-name");
+        if (!pcn || strcmp(pcn, pc) || strcmp(c->meta.ns, p->meta.ns))
+            continue;
+        for (uint32_t r = 0; r < c->nreserved_for; r++)
+            if (c->reserved_for[r].name && !strcmp(c->reserved_for[r].name, p->meta.name))
+                return true;
+    }
+    return false;
+}
+
+/* spec.resourceClaims[].resourceClaimTemplateName: the template must be in the input. */
+static void check_claim_templates(const tly_store *s, tly_diags *d, bool full, const tly_pod *p)
+{
+    for (uint32_t j = 0; j < p->nclaims; j++) {
+        const tly_pod_claim *pc = &p->claims[j];
+        if (!pc->template_name || !*pc->template_name ||
+            tly_store_find(s, TLY_K_RESOURCE_CLAIM_TEMPLATE, p->meta.ns, pc->template_name) ||
+            (pc->name && generated_claim(s, p, pc->name)))
+            continue;
+        char field[96];
+        snprintf(field, sizeof field, "spec.resourceClaims[%u].resourceClaimTemplateName", j);
+        ref_problem(d, full, &p->meta, NULL, field,
+                    "ResourceClaimTemplate \"%s\" is not in the input; the pod's claim cannot be "
+                    "made, so the pod cannot be placed until the template exists",
+                    pc->template_name);
+    }
+}
+
 static void check_pods(const tly_store *s, tly_diags *d, bool full)
 {
     uint32_t n = tly_store_count(s, TLY_K_POD);
@@ -76,6 +112,7 @@ static void check_pods(const tly_store *s, tly_diags *d, bool full)
             !tly_store_find(s, TLY_K_PRIORITY_CLASS, NULL, p->priority_class_name))
             ref_problem(d, full, &p->meta, NULL, "spec.priorityClassName",
                         "PriorityClass \"%s\" is not in the input", p->priority_class_name);
+        check_claim_templates(s, d, full, p);
         if (!tly_store_is_tally_pod(s, p))
             continue;
         const char *pg = tly_kvs_get(&p->meta.annotations, "pod-group-name");
@@ -116,6 +153,29 @@ static void check_runs(const tly_store *s, tly_diags *d, bool full)
     }
 }
 
+/*
+** Runtime Pods (a `runtime` label): their capacity annotations as the Run
+** scheduler reads them, so that values it ignores and keys the API server
+** rejects are warned about here too (read into scratch tables: the store
+** is not changed).
+*/
+static void check_runtime_pods(const tly_store *s, tly_diags *d)
+{
+    tly_names *names = tly_names_create();
+    tly_arena *a = tly_arena_create(4096);
+    uint32_t n = tly_store_count(s, TLY_K_POD);
+    for (uint32_t i = 0; i < n; i++) {
+        const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
+        const char *rt = tly_kvs_get(&p->meta.labels, "runtime");
+        if (!rt || !*rt)
+            continue;
+        tly_rlist cap;
+        tly_runtime_pod_capacity(p, names, a, &cap, d);
+    }
+    tly_arena_destroy(a);
+    tly_names_destroy(names);
+}
+
 static void check_classes(const tly_store *s, tly_diags *d)
 {
     /* Kubernetes allows one globalDefault PriorityClass. */
@@ -140,5 +200,6 @@ void tly_validate_store(const tly_store *s, tly_diags *d, bool full_state)
     check_queues(s, d, full_state);
     check_pods(s, d, full_state);
     check_runs(s, d, full_state);
+    check_runtime_pods(s, d);
     check_classes(s, d);
 }

@@ -11,7 +11,9 @@
 **  - an assumption is kept until its own Run is bound or released, whatever
 **    other namespaces do meanwhile, so it still guards the Pod;
 **  - a Scheduled Run that runtimed could not admit is re-checked when a local
-**    Run ends.
+**    Run ends;
+**  - a cancel request ends a Pending Run (scheduler) or a Scheduled one
+**    (runtimed, releasing its usage) Cancelled, before any other check.
 */
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,22 +72,25 @@ typedef struct {
     tly_runsched *rs;
 } fixture;
 
-static fixture setup(const char *yaml)
+/* The engine over the input; it must hold exactly `errors` error diagnostics. */
+static fixture setup_with_errors(const char *yaml, size_t errors)
 {
     fixture f;
     f.s = load_text("test.yaml", yaml);
     assert_non_null(f.s);
-    /* The input itself must be clean, or the test would prove nothing. */
     tly_diags *d = tly_store_diags(f.s);
-    for (size_t i = 0; i < tly_diags_count(d); i++)
+    for (size_t i = 0; errors == 0 && i < tly_diags_count(d); i++)
         if (tly_diags_get(d, i)->sev == TLY_SEV_ERROR)
             print_error("input: %s\n", tly_diags_get(d, i)->msg);
-    assert_int_equal(tly_diags_count_sev(tly_store_diags(f.s), TLY_SEV_ERROR), 0);
+    assert_int_equal(tly_diags_count_sev(tly_store_diags(f.s), TLY_SEV_ERROR), errors);
     int64_t now = tly_store_newest_time(f.s);
     f.rs = tly_runsched_create(f.s, now, now != TLY_NO_TIME, NULL);
     assert_non_null(f.rs);
     return f;
 }
+
+/* The input itself must be clean, or the test would prove nothing. */
+static fixture setup(const char *yaml) { return setup_with_errors(yaml, 0); }
 
 static void teardown(fixture *f)
 {
@@ -468,6 +473,66 @@ static void test_runtimed_order_and_capacity_recheck(void **state)
     teardown(&f);
 }
 
+/* ---- cancel requests and PreFilter failures ------------------------------------- */
+
+#define CANCEL "  cancelRequested: true\n"
+#define IN_WITHOUT_VALUES                                                              \
+    "  affinity:\n    runAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n" \
+    "      - topologyKey: kruntimes.io/runtime-pod\n        labelSelector:\n"            \
+    "          matchExpressions:\n          - key: app\n            operator: In\n"
+
+/*
+** rt-0 has room for one Run, held by `cancelled`, which is Scheduled there
+** with a cancel request. runtimed ends it Cancelled without claiming it, the
+** scheduler's usage of rt-0 drops, and that release wakes `waiter`, which is
+** placed and admitted in the same run.
+*/
+static void test_cancelled_scheduled_run_frees_its_pod(void **state)
+{
+    (void)state;
+    fixture f = setup(
+        RT_POD("default", "rt-0", "python", CAP("runs", "1"))
+        RUN_HEAD("default", "cancelled", "python", "2026-11-24T10:00:00Z", CANCEL)
+        ASSIGNED("Scheduled", "rt-0", "2026-11-24T10:00:01Z")
+        RUN_HEAD("default", "waiter", "python", "2026-11-24T11:00:00Z", "")
+        PENDING);
+
+    tly_runsched_run(f.rs);
+    assert_run(&f, "default", "cancelled", TLY_RUN_CANCELLED, "rt-0", TLY_REASON_CANCELLED);
+    assert_string_equal(res(&f, "default", "cancelled")->message, TLY_MESSAGE_CANCELLED);
+    assert_false(res(&f, "default", "cancelled")->admitted);
+    assert_run(&f, "default", "waiter", TLY_RUN_RUNNING, "rt-0", NULL);
+    assert_int_equal(used(&f, "default", "rt-0", "runs"), 1);
+    assert_int_equal(admitted(&f, "default", "rt-0", "runs"), 1);
+    teardown(&f);
+}
+
+/*
+** kruntimes' order before any Pod is looked at: cancel, then the request,
+** then the affinity. With no Runtime Pod at all, a Run whose affinity does
+** not compile still ends Failed (not RuntimePodsUnavailable).
+*/
+static void test_prefilter_order_without_pods(void **state)
+{
+    (void)state;
+    fixture f = setup_with_errors(
+        RUN_HEAD("default", "both-cancelled", "python", "2026-11-24T10:00:00Z",
+                 CANCEL REQS(REQ("runs", "2000m")) IN_WITHOUT_VALUES)
+        RUN_HEAD("default", "both", "python", "2026-11-24T10:00:01Z",
+                 REQS(REQ("runs", "2000m")) IN_WITHOUT_VALUES)
+        RUN_HEAD("default", "affinity", "python", "2026-11-24T10:00:02Z", IN_WITHOUT_VALUES),
+        5);
+
+    tly_runsched_run(f.rs);
+    assert_run(&f, "default", "both-cancelled", TLY_RUN_CANCELLED, NULL, TLY_REASON_CANCELLED);
+    assert_run(&f, "default", "both", TLY_RUN_FAILED, NULL, TLY_REASON_INVALID_RESOURCES);
+    assert_run(&f, "default", "affinity", TLY_RUN_FAILED, NULL, NULL);
+    assert_string_equal(res(&f, "default", "affinity")->message,
+                        "pod selection failed: pre-filter run affinity: parse run affinity selector: "
+                        "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty");
+    teardown(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +543,8 @@ int main(void)
         cmocka_unit_test(test_assumption_survives_other_namespace),
         cmocka_unit_test(test_runtimed_waiter_admitted_when_local_run_finishes),
         cmocka_unit_test(test_runtimed_order_and_capacity_recheck),
+        cmocka_unit_test(test_cancelled_scheduled_run_frees_its_pod),
+        cmocka_unit_test(test_prefilter_order_without_pods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

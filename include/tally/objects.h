@@ -449,6 +449,11 @@ typedef struct {
     uint32_t naffinity_required, naffinity_preferred;
     tly_run_affinity_term *anti_required, *anti_preferred;
     uint32_t nanti_required, nanti_preferred;
+    /* The status message kruntimes writes when its PreFilter cannot compile
+       the affinity ("pod selection failed: pre-filter run affinity: ..."),
+       or NULL: with it, a Pending Run ends Failed. */
+    const char *affinity_error;
+    bool cancel_requested;         /* spec.cancelRequested */
     /* status */
     const char *phase;             /* NULL or "" means Pending */
     const char *assigned_pod;

@@ -9,9 +9,11 @@
 ** spec sum, delta = new spec sum - effective old request (the resize rule:
 ** a pod mid-downsize is still charged its larger size), kept only when
 ** positive. Moving cpu or memory between containers is no growth; downsizes
-** are always admitted. Then, leaf to root (queues without spec.resources
-** skipped), per queue: strict mode (blockUpsizeOnBoundedQueues) refuses any
-** upsize on a finite limit, or for non-preemptible work a finite quota; the
+** are always admitted, and so is any resize of a pod that is not bound yet
+** (no nodeName: it holds nothing, so it pushes no queue). Then, leaf to
+** root (queues without spec.resources skipped), per queue: strict mode
+** (blockUpsizeOnBoundedQueues) refuses any upsize on a finite limit, or
+** for non-preemptible work a finite quota; the
 ** limit (every workload) against allocated; the quota (non-preemptible)
 ** against allocatedNonPreemptible. Strict comparison: equality is admitted.
 */

@@ -3,14 +3,18 @@
 ** admission, as one engine over a state store.
 **
 ** The scheduler places each Pending Run on a Runtime Pod of its runtime in
-** its namespace: prefilter (the request must be valid), filter (the Pod is
+** its namespace: prefilter (a cancel request ends the Run Cancelled; the
+** request must be valid and the affinity must compile, or the Run ends
+** Failed, as kruntimes ends it), filter (the Pod is
 ** available, every requested resource fits: usage + request <= capacity,
 ** and required Run affinity holds), score (least loaded: the smallest
 ** highest utilisation ratio, then the smallest sum of ratios, compared
 ** exactly; plus preferred Run affinity as kruntimes adds it), reserve
 ** (assume the request on the Pod) and bind (the Run becomes Scheduled).
 ** Then each Runtime Pod's runtimed admits its Scheduled Runs with one atomic
-** check of the whole request against the Pod's capacity (runtimed.h).
+** check of the whole request against the Pod's capacity (runtimed.h); a
+** Scheduled Run with a cancel request is ended Cancelled instead, before
+** that check, and its usage released.
 **
 ** Wake-ups are events: a Run that fits nowhere waits on its (namespace,
 ** runtime) group and is put back on the work queue only when a Runtime Pod
@@ -43,6 +47,9 @@ typedef struct tly_runsched tly_runsched;
 #define TLY_REASON_UNSATISFIED_ANTI_AFFINITY "UnsatisfiedRunAntiAffinity"
 #define TLY_REASON_INSUFFICIENT_LOCAL "InsufficientLocalCapacity"
 #define TLY_REASON_INVALID_RESOURCES "InvalidResources"
+/* A cancel request (spec.cancelRequested): kruntimes' reason and message. */
+#define TLY_REASON_CANCELLED "Cancelled"
+#define TLY_MESSAGE_CANCELLED "cancelled by user"
 
 /* One Run's outcome. */
 typedef struct {

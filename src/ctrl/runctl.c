@@ -9,7 +9,11 @@
 **     assignedPodUID, condition Scheduled/Assigned), guarded by the Run's
 **     resourceVersion (writes.c);
 **   - a Run left Pending: its message, only when it changed;
-**   - a Run that cannot run (an invalid request): Failed/InvalidResources.
+**   - a Run that cannot run, as kruntimes' scheduler ends it: a cancel
+**     request Cancelled and an invalid request Failed/InvalidResources, both
+**     as runstatus.SetTerminal writes them (conditions Running and Completed
+**     False, completionTime); an affinity that does not compile Failed with
+**     "pod selection failed: ..." and nothing else.
 ** The engine also plays runtimed's admission; those results are not written:
 ** runtimed claims its Runs itself, through /validate/runs-status.
 **
@@ -212,12 +216,15 @@ static bool write_run(tly_runctl *r, tly_runsched *rs, const tly_rs_run_result *
             remember(r, run);
             say(r, 1, "run-bound", run, p->pod->meta.name);
         }
-    } else if (res->phase == TLY_RUN_FAILED || res->phase == TLY_RUN_CANCELLED) {
-        rc = tly_write_run_status(r->k, run, tly_run_phase_name(res->phase), res->reason, res->message, err,
-                                  sizeof err);
+    } else if ((res->phase == TLY_RUN_FAILED || res->phase == TLY_RUN_CANCELLED) && res->reason) {
+        rc = tly_write_run_terminal(r->k, run, tly_run_phase_name(res->phase), res->reason, res->message,
+                                    err, sizeof err);
+    } else if (res->phase == TLY_RUN_FAILED) {
+        /* A PreFilter failure: kruntimes writes the phase and message only. */
+        rc = tly_write_run_status(r->k, run, "Failed", res->message, err, sizeof err);
     } else if (res->phase == TLY_RUN_PENDING && res->message &&
                (!run->message || strcmp(run->message, res->message))) {
-        rc = tly_write_run_status(r->k, run, "Pending", res->reason, res->message, err, sizeof err);
+        rc = tly_write_run_status(r->k, run, "Pending", res->message, err, sizeof err);
     }
     if (rc != TLY_WRITE_OK) {
         say(r, rc == TLY_WRITE_FAILED ? 2 : 1, "run-write-refused", run, err);

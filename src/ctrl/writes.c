@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "tally/arena.h"
+#include "tally/decode.h"
 #include "tally/error.h"
 #include "tally/gating.h"
 #include "tally/json.h"
@@ -329,31 +330,71 @@ static void set_status_str(tly_json *j, const char *member, const char *value)
     tly_json_end_object(j);
 }
 
-static void condition(tly_json *j, const char *type, const char *status, const char *reason,
-                      const char *message, const char *now)
+/* One status condition to write, as kruntimes' meta.SetStatusCondition sets it. */
+typedef struct {
+    const char *type, *status, *reason, *message;
+} run_cond;
+
+static void condition(tly_json *j, const run_cond *c, const char *since)
 {
     tly_json_begin_object(j);
     tly_json_key(j, "type");
-    tly_json_string(j, type);
+    tly_json_string(j, c->type);
     tly_json_key(j, "status");
-    tly_json_string(j, status);
+    tly_json_string(j, c->status);
     tly_json_key(j, "reason");
-    tly_json_string(j, reason);
+    tly_json_string(j, c->reason);
     tly_json_key(j, "message");
-    tly_json_string(j, message);
+    tly_json_string(j, c->message);
     tly_json_key(j, "lastTransitionTime");
-    tly_json_string(j, now);
+    tly_json_string(j, since);
     tly_json_end_object(j);
 }
 
 /*
+** Sets condition c on a Run that has a status: the one of its type is
+** replaced where it is, else c is appended (*have_list: the conditions list
+** exists). As meta.SetStatusCondition does, lastTransitionTime moves only
+** when the status changes.
+*/
+static void set_condition(tly_json *j, const tly_run *r, const run_cond *c, const char *now,
+                          bool *have_list)
+{
+    int32_t at = -1;
+    for (uint32_t i = 0; i < r->conditions.n; i++)
+        if (r->conditions.v[i].type && !strcmp(r->conditions.v[i].type, c->type))
+            at = (int32_t)i;
+    char since[32], path[64];
+    snprintf(since, sizeof since, "%s", now);
+    if (at >= 0) {
+        const tly_condition *old = &r->conditions.v[at];
+        if (old->status && !strcmp(old->status, c->status) && old->last_transition != TLY_NO_TIME)
+            tly_format_time(old->last_transition, since);
+        snprintf(path, sizeof path, "/status/conditions/%d", at);
+    }
+    tly_json_begin_object(j);
+    tly_json_key(j, "op");
+    tly_json_string(j, at >= 0 ? "replace" : "add");
+    tly_json_key(j, "path");
+    tly_json_string(j, at >= 0 ? path : *have_list ? "/status/conditions/-" : "/status/conditions");
+    tly_json_key(j, "value");
+    bool whole = at < 0 && !*have_list;
+    if (whole)
+        tly_json_begin_array(j);
+    condition(j, c, since);
+    if (whole)
+        tly_json_end_array(j);
+    tly_json_end_object(j);
+    *have_list = true;
+}
+
+/*
 ** The Run's status may be absent (a new Run): then it is added whole;
-** otherwise its members are set one by one so the others stay. Conditions:
-** the one of `type` replaced where it is, else appended.
+** otherwise its members are set one by one so the others stay, and each
+** condition is set as set_condition() says.
 */
 static void run_patch_body(tly_json *j, const tly_run *r, const char *const *kv, size_t nkv,
-                           const char *ctype, const char *cstatus, const char *creason,
-                           const char *cmessage)
+                           const run_cond *conds, size_t nconds)
 {
     char now[32];
     tly_write_now(now);
@@ -372,10 +413,11 @@ static void run_patch_body(tly_json *j, const tly_run *r, const char *const *kv,
             tly_json_key(j, kv[2 * i]);
             tly_json_string(j, kv[2 * i + 1]);
         }
-        if (ctype) {
+        if (nconds) {
             tly_json_key(j, "conditions");
             tly_json_begin_array(j);
-            condition(j, ctype, cstatus, creason, cmessage, now);
+            for (size_t i = 0; i < nconds; i++)
+                condition(j, &conds[i], now);
             tly_json_end_array(j);
         }
         tly_json_end_object(j);
@@ -385,27 +427,9 @@ static void run_patch_body(tly_json *j, const tly_run *r, const char *const *kv,
     }
     for (size_t i = 0; i < nkv; i++)
         set_status_str(j, kv[2 * i], kv[2 * i + 1]);
-    if (ctype) {
-        int32_t at = -1;
-        for (uint32_t i = 0; i < r->conditions.n; i++)
-            if (r->conditions.v[i].type && !strcmp(r->conditions.v[i].type, ctype))
-                at = (int32_t)i;
-        char path[64];
-        if (at >= 0)
-            snprintf(path, sizeof path, "/status/conditions/%d", at);
-        tly_json_begin_object(j);
-        tly_json_key(j, "op");
-        tly_json_string(j, at >= 0 ? "replace" : "add");
-        tly_json_key(j, "path");
-        tly_json_string(j, at >= 0 ? path : r->conditions.n ? "/status/conditions/-" : "/status/conditions");
-        tly_json_key(j, "value");
-        if (at < 0 && !r->conditions.n)
-            tly_json_begin_array(j);
-        condition(j, ctype, cstatus, creason, cmessage, now);
-        if (at < 0 && !r->conditions.n)
-            tly_json_end_array(j);
-        tly_json_end_object(j);
-    }
+    bool have_list = r->conditions.n > 0;
+    for (size_t i = 0; i < nconds; i++)
+        set_condition(j, r, &conds[i], now, &have_list);
     tly_json_end_array(j);
 }
 
@@ -420,40 +444,51 @@ static tly_write_rc run_patch(tly_kube *k, const tly_run *r, const char *body, c
     return rc;
 }
 
+static tly_write_rc send_run_patch(tly_kube *k, const tly_run *r, const char *const *kv, size_t nkv,
+                                   const run_cond *conds, size_t nconds, char *err, size_t errlen);
+
 tly_write_rc tly_write_run_bind(tly_kube *k, const tly_run *r, const char *pod, const char *pod_uid,
                                 char *err, size_t errlen)
 {
     char *msg = tly_xasprintf("assigned to Runtime Pod %s", pod);
     const char *kv[] = {"phase", "Scheduled", "assignedPod", pod, "assignedPodUID", pod_uid ? pod_uid : "",
                         "message", msg};
-    jbuf b;
-    jb_open(&b);
-    run_patch_body(&b.j, r, kv, 4, "Scheduled", "True", "Assigned", msg);
-    char *body = jb_close(&b);
-    tly_write_rc rc = run_patch(k, r, body, err, errlen);
-    free(body);
+    const run_cond c = {"Scheduled", "True", "Assigned", msg};
+    tly_write_rc rc = send_run_patch(k, r, kv, 4, &c, 1, err, errlen);
     free(msg);
     return rc;
 }
 
-tly_write_rc tly_write_run_status(tly_kube *k, const tly_run *r, const char *phase, const char *reason,
-                                  const char *message, char *err, size_t errlen)
+/* Builds the Run status patch (run_patch_body) and sends it. */
+static tly_write_rc send_run_patch(tly_kube *k, const tly_run *r, const char *const *kv, size_t nkv,
+                                   const run_cond *conds, size_t nconds, char *err, size_t errlen)
 {
-    char now[32];
-    tly_write_now(now);
     jbuf b;
     jb_open(&b);
-    if (!strcmp(phase, "Pending")) {
-        const char *kv[] = {"phase", "Pending", "message", message ? message : ""};
-        run_patch_body(&b.j, r, kv, 2, NULL, NULL, NULL, NULL);
-    } else {
-        const char *kv[] = {"phase", phase, "message", message ? message : "", "completionTime", now};
-        run_patch_body(&b.j, r, kv, 3, "Scheduled", "False", reason ? reason : phase, message ? message : "");
-    }
+    run_patch_body(&b.j, r, kv, nkv, conds, nconds);
     char *body = jb_close(&b);
     tly_write_rc rc = run_patch(k, r, body, err, errlen);
     free(body);
     return rc;
+}
+
+tly_write_rc tly_write_run_status(tly_kube *k, const tly_run *r, const char *phase, const char *message,
+                                  char *err, size_t errlen)
+{
+    const char *kv[] = {"phase", phase, "message", message ? message : ""};
+    return send_run_patch(k, r, kv, 2, NULL, 0, err, errlen);
+}
+
+tly_write_rc tly_write_run_terminal(tly_kube *k, const tly_run *r, const char *phase, const char *reason,
+                                    const char *message, char *err, size_t errlen)
+{
+    char now[32];
+    tly_write_now(now);
+    const char *msg = message ? message : "";
+    const char *kv[] = {"phase", phase, "message", msg, "completionTime", now};
+    /* runstatus.SetTerminal: Running and Completed, both False, with the reason and message. */
+    const run_cond c[] = {{"Running", "False", reason, msg}, {"Completed", "False", reason, msg}};
+    return send_run_patch(k, r, kv, 3, c, 2, err, errlen);
 }
 
 /* ---- writer threads ------------------------------------------------------------ */

@@ -61,12 +61,22 @@ tly_write_rc tly_write_run_bind(tly_kube *k, const tly_run *r, const char *pod, 
                                 char *err, size_t errlen);
 
 /*
-** A Run that stays Pending gets its status.message (what it waits for); one
-** that cannot run gets its terminal phase (Failed with InvalidResources, or
-** Cancelled) with the message and completionTime. Same resourceVersion test.
+** status.phase and status.message only, nothing else: what kruntimes'
+** scheduler writes for a Run left Pending (what it waits for) and for one
+** whose affinity it cannot compile (Failed, "pod selection failed: ...",
+** no condition, no completionTime). Same resourceVersion test.
 */
-tly_write_rc tly_write_run_status(tly_kube *k, const tly_run *r, const char *phase, const char *reason,
-                                  const char *message, char *err, size_t errlen);
+tly_write_rc tly_write_run_status(tly_kube *k, const tly_run *r, const char *phase, const char *message,
+                                  char *err, size_t errlen);
+
+/*
+** A terminal phase as kruntimes' runstatus.SetTerminal writes it (Failed
+** with InvalidResources, Cancelled with Cancelled): phase, message,
+** completionTime, and conditions Running and Completed, both False with the
+** reason and message. Same resourceVersion test.
+*/
+tly_write_rc tly_write_run_terminal(tly_kube *k, const tly_run *r, const char *phase, const char *reason,
+                                    const char *message, char *err, size_t errlen);
 
 /*
 ** Writer threads for the writes that may go out while others are in flight:

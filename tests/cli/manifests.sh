@@ -127,7 +127,9 @@ mutate probe webhook.yaml 's|path: /readyz|path: /ready|' 'readinessProbe: want 
 mutate cert-size webhook.yaml 's/size: 256/size: 2048/' 'spec.privateKey.size: 2048 is not valid for ECDSA'
 mutate crd-cost accountedresource-crd.yaml '/maxProperties: 32/d' 'needs maxProperties (CEL cost budget)'
 mutate example examples/accountedresources.yaml 's/unit: percent/unit: "10%"/' 'must match pattern'
-mutate patch-key patches/queue-accountedresources.yaml 's/required: \[resourceRef\]/required: []/' 'list-map key resourceRef must be required'
+mutate patch-key patches/queue-accountedresources.yaml 's/required: \[resourceRef, limit\]/required: [limit]/' 'list-map key resourceRef must be required'
+mutate patch-limit patches/queue-accountedresources.yaml 's/required: \[resourceRef, limit\]/required: [resourceRef]/' 'an entry without limit is accepted'
+mutate patch-replaces patches/run-resources.yaml 's|/properties/requests/maxProperties$|/properties/requests|' "replaces upstream's requests"
 mutate rbac-pods rbac.yaml 's/resources: \[namespaces, nodes, pods\]/resources: [namespaces, nodes]/' 'no cluster-wide list and watch of pods'
 mutate rbac-secrets rbac.yaml 's/resources: \[namespaces, nodes, pods\]/resources: [namespaces, nodes, pods, secrets]/' 'secrets'
 mutate rbac-write rbac.yaml '0,/verbs: \[get, list, watch\]/s//verbs: [get, list, watch, patch]/' 'grants patch on namespaces (group ""), which tally never sends'

@@ -183,7 +183,9 @@ allow usage-bound-pods-only
 deny stale-copy-replaced "$P CPU upsize would push queue team-a Allocated (1500m + 1000m) over limit (2400m)"
 deny pod-not-in-state "$SEED"
 deny usage-other-pods-mid-resize "$P CPU upsize would push queue team-a Allocated (3000m + 1000m) over limit (3500m)"
-deny unbound-pod-not-charged "$P CPU upsize would push queue team-a Allocated (500m + 1000m) over limit (1400m)"
+# A pod that is not bound holds nothing: its resize is admitted unchecked, strict mode or not (issue 15 item 9).
+allow unbound-pod-admitted
+allow unbound-pod-strict-admitted
 # Preemptibility from the pod's own class, or the globalDefault class.
 deny no-annotation-pod-priorityclass "resize rejected: pod team-a/trainer (PodGroup <none>) CPU upsize would push queue team-a AllocatedNonPreemptible (1000m + 1000m) over quota (1500m)"
 deny quota-global-default "$P CPU upsize would push queue team-a AllocatedNonPreemptible (1000m + 1000m) over quota (1500m)"

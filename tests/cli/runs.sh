@@ -133,6 +133,32 @@ done
 until_phase train-resnet50-c Scheduled && ok || { bad "train-resnet50-c should be bound once train-resnet50-a ended"; tail -20 "$tmp/serve.log"; }
 [ "$(field train-resnet50-c .status.assignedPod)" = runtime-python-7b9c6d5f4-2xkqp ] && ok \
   || bad "train-resnet50-c should go to the freed Pod: $(field train-resnet50-c .status.assignedPod)"
+# Runs that end before placement, written as kruntimes' scheduler writes them (issue 15 item 13): a cancel
+# request and an invalid request by runstatus.SetTerminal (conditions Running and Completed False with the
+# reason, completionTime); an affinity that does not compile with phase Failed and the message only.
+put_run() {
+  control put "{\"object\":{\"apiVersion\":\"kruntimes.io/v1alpha1\",\"kind\":\"Run\",\"metadata\":{\"name\":\"$1\",\
+\"namespace\":\"default\",\"creationTimestamp\":\"$NOW\"},\"spec\":{\"runtime\":\"python\",\"mode\":{\"task\":{}},$2},\
+\"status\":{\"phase\":\"Pending\"}}}"
+}
+put_run cancel-me '"cancelRequested":true'
+put_run bad-request '"resources":{"requests":{"runs":"2000m"}}'
+put_run bad-affinity '"affinity":{"runAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"kruntimes.io/runtime-pod","labelSelector":{"matchExpressions":[{"key":"app","operator":"In"}]}}]}}'
+terminal() { # RUN PHASE REASON MESSAGE
+  run "$1" | jq -e --arg p "$2" --arg r "$3" --arg m "$4" '.status.phase == $p and .status.message == $m
+    and (.status.completionTime | length > 0)
+    and ([.status.conditions[] | select((.type == "Running" or .type == "Completed") and .status == "False"
+      and .reason == $r and .message == $m)] | length == 2)' >/dev/null
+}
+until_phase cancel-me Cancelled && terminal cancel-me Cancelled Cancelled "cancelled by user" && ok \
+  || bad "cancel-me should end Cancelled as SetTerminal writes it: $(run cancel-me | jq -c .status)"
+until_phase bad-request Failed \
+  && terminal bad-request Failed InvalidResources 'resource request "runs" must be a non-negative integer' && ok \
+  || bad "bad-request should end Failed/InvalidResources as SetTerminal writes it: $(run bad-request | jq -c .status)"
+aff_msg="pod selection failed: pre-filter run affinity: parse run affinity selector: values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"
+until_phase bad-affinity Failed && run bad-affinity | jq -e --arg m "$aff_msg" '.status.message == $m
+  and (.status.conditions // [] | length == 0) and (.status.completionTime == null)' >/dev/null && ok \
+  || bad "bad-affinity should end Failed with kruntimes' message only: $(run bad-affinity | jq -c .status)"
 curl -s --cacert "$tmp/tls.crt" "https://127.0.0.1:$PORT/metrics" >"$tmp/metrics"
 grep -q '^tally_runtime_utilization{namespace="default",runtime="python",resource="example.com/gpu"} ' "$tmp/metrics" \
   && ok || bad "tally_runtime_utilization missing"

@@ -63,6 +63,88 @@ out=$("$TALLY" validate "$tmp/q.yaml" 2>/dev/null); rc=$?
 [ "$out" == "$tmp/q.yaml:11:5: warning: Queue team-x: spec.accountedResources[0].resourceRef: AccountedResource \"gpu-h200\" is not in the input; every workload in this queue is blocked (AccountedResourceNotFound) until it exists" ] \
   && ok || bad "missing reference: got '$out'"
 
+# kruntimes capacity names and DRA templates (issue 15 item 16): warnings, exit 0.
+cat > "$tmp/krt.yaml" <<'YAML'
+apiVersion: kruntimes.io/v1alpha1
+kind: Runtime
+metadata:
+  name: python
+  namespace: default
+spec:
+  capacity:
+    resources:
+      runs: "4"
+      example.com/gpu: "1"
+      gpu: "1"
+  template:
+    spec:
+      containers:
+      - name: runtime
+        image: example/runtime:1
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: rt-a
+  namespace: default
+  labels:
+    runtime: python
+  annotations:
+    kruntimes.io/capacity.example.com/gpu: "1"
+    kruntimes.io/capacity.gpu: "1"
+spec:
+  containers:
+  - name: runtime
+    image: example/runtime:1
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: dra-a
+  namespace: default
+spec:
+  resourceClaims:
+  - name: gpu
+    resourceClaimTemplateName: gpu-template
+  - name: held
+    resourceClaimTemplateName: deleted-template
+  containers:
+  - name: main
+    image: example/main:1
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: dra-a-held-x7k2p
+  namespace: default
+  annotations:
+    resource.kubernetes.io/pod-claim-name: held
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.example.com
+status:
+  reservedFor:
+  - resource: pods
+    name: dra-a
+    uid: uid-dra-a
+YAML
+out=$("$TALLY" validate "$tmp/krt.yaml" 2>/dev/null); rc=$?
+[ "$rc" -eq 0 ] && ok || bad "capacity names: exit $rc, want 0"
+[ "$(printf '%s\n' "$out" | grep -c .)" -eq 3 ] && ok || bad "capacity names: want 3 warnings, got: $out"
+printf '%s\n' "$out" | grep -F "$tmp/krt.yaml:10:24: warning: Runtime default/python: spec.capacity.resources.example.com/gpu: cannot be projected to a Pod annotation: the Runtime controller writes kruntimes.io/capacity.example.com/gpu, which is not a valid annotation key (" \
+  | grep -qF 'instead' && ok || bad "Runtime capacity name with '/': $out"
+printf '%s\n' "$out" | grep -F "$tmp/krt.yaml:18:1: warning: Pod default/rt-a: metadata.annotations.kruntimes.io/capacity.example.com/gpu: not a valid annotation key, so the API server rejects it (" \
+  | grep -qF 'tally reads it for compatibility with the seed'"'"'s form. Give this capacity in the annotation kruntimes.io/capacities instead: {"example.com/gpu": "1"}' \
+  && ok || bad "two-'/' capacity annotation: $out"
+printf '%s\n' "$out" | grep -qxF "$tmp/krt.yaml:33:1: warning: Pod default/dra-a: spec.resourceClaims[0].resourceClaimTemplateName: ResourceClaimTemplate \"gpu-template\" is not in the input; the pod's claim cannot be made, so the pod cannot be placed until the template exists" \
+  && ok || bad "missing ResourceClaimTemplate: $out"
+# The simulation still reads the two-'/' form (compatibility) and the valid names.
+"$TALLY" simulate -o json "$tmp/krt.yaml" 2>/dev/null | jq -e '.runtimePods[0].capacity == {"runs": "2", "example.com/gpu": "1", "gpu": "1"}' \
+  >/dev/null && ok || bad "the two-'/' annotation must still be read"
+
 # Unreadable input: an error line, exit 1; no arguments: usage, exit 2.
 out=$("$TALLY" validate "$tmp/none.yaml" 2>/dev/null); rc=$?
 [ "$rc" -eq 1 ] && [[ "$out" == *"cannot read"* ]] && ok || bad "missing file: exit $rc '$out'"

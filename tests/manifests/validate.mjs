@@ -522,6 +522,13 @@ for (const crd of crds) {
 }
 
 // ---- 4. patches ------------------------------------------------------------------------------
+// Keywords a patch may add to a schema that exists: what a valid value is (null when it is).
+const schemaKeywords = {
+  maxProperties: (v) => (Number.isInteger(v) && v >= 0 ? null : "expected a non-negative integer"),
+  "x-kubernetes-validations": (v) =>
+    Array.isArray(v) && v.length > 0 && v.every((r) => typeof r?.rule === "string" && r.rule && typeof r.message === "string")
+      ? null : "expected a list of {rule, message}",
+};
 // by the path below openAPIV3Schema ("spec.accountedResources", "status.accountedResources", ...)
 const patchSchemas = {};
 for (const f of deployDir ? yamlFiles(path.join(deployDir, "patches")) : []) {
@@ -534,7 +541,11 @@ for (const f of deployDir ? yamlFiles(path.join(deployDir, "patches")) : []) {
       if (!["add", "replace", "remove", "test", "move", "copy"].includes(op.op)) e.push(`[${i}].op: ${op.op}`);
       if (typeof op.path !== "string" || !op.path.startsWith("/spec/versions/")) e.push(`[${i}].path: expected /spec/versions/...`);
       const marker = typeof op.path === "string" ? op.path.split("/").pop() : "";
-      if (op.op === "add" && marker.startsWith("x-kubernetes-list-")) {
+      if (op.op === "add" && schemaKeywords[marker]) {
+        // one keyword added to a schema that is there already (run-resources.yaml), not a schema
+        const why = schemaKeywords[marker](op.value);
+        if (why) e.push(`[${i}].value: ${marker}: ${why}`);
+      } else if (op.op === "add" && marker.startsWith("x-kubernetes-list-")) {
         // a list marker added to a schema that is there already (queue-status.yaml), not a schema
         const valid = marker === "x-kubernetes-list-type" ? ["atomic", "set", "map"].includes(op.value)
           : marker === "x-kubernetes-list-map-keys" && Array.isArray(op.value) && op.value.length > 0 && op.value.every((k) => typeof k === "string");
@@ -547,6 +558,36 @@ for (const f of deployDir ? yamlFiles(path.join(deployDir, "patches")) : []) {
     }
     report(`${rel(f)}:${line}`, "JSON patch", e);
   }
+}
+
+// 4b. a patch for a CRD that upstream ships with the field (tests/manifests/upstream/: its shape)
+// must add to upstream's schema, never replace part of it: every operation is an `add` of a member
+// that is not there yet, below a place that is (issue 15 item 16).
+const upstreamShapes = { "run-resources.yaml": "runs.kruntimes.io.json" };
+const unescapePtr = (t) => t.replace(/~1/g, "/").replace(/~0/g, "~");
+for (const [pf, shape] of deployDir ? Object.entries(upstreamShapes) : []) {
+  const f = path.join(deployDir, "patches", pf);
+  if (!fs.existsSync(f)) { report(`deploy/patches/${pf}`, "JSON patch", ["missing"]); continue; }
+  const crd = JSON.parse(fs.readFileSync(path.join(here, "upstream", shape), "utf8"));
+  const e = [];
+  for (const { doc } of loadDocs(f)) for (const [i, op] of (Array.isArray(doc) ? doc : []).entries()) {
+    const parts = String(op.path).split("/").slice(1).map(unescapePtr);
+    const last = parts.pop();
+    const parent = parts.reduce((n, k) => (n && typeof n === "object" ? n[k] : undefined), crd);
+    if (op.op !== "add") e.push(`[${i}]: ${op.op}: only add keeps upstream's schema`);
+    else if (!parent || typeof parent !== "object" || Array.isArray(parent))
+      e.push(`[${i}].path: ${op.path}: no such place in upstream's CRD (${shape}): add to its schema`);
+    else if (last in parent) e.push(`[${i}].path: ${op.path}: replaces upstream's ${last}: add to it instead`);
+    else parent[last] = op.value;
+  }
+  report(`deploy/patches/${pf}`, `JSON patch (adds to upstream's ${crd.metadata.name} schema)`, e);
+}
+// The Queue patch requires what `tally validate` requires of an entry: a resourceRef and a limit.
+if (patchSchemas["spec.accountedResources"]) {
+  const v = patchSchemas["spec.accountedResources"];
+  report("deploy/patches/queue-accountedresources.yaml", "JSON patch (an entry needs resourceRef and limit)",
+    [[{ resourceRef: "gpu" }, "an entry without limit is accepted"], [[{ limit: "4" }], "an entry without resourceRef is accepted"]]
+      .filter(([sample]) => v(Array.isArray(sample) ? sample : [sample])).map(([, why]) => why));
 }
 
 // the examples against the CRD (AccountedResource) and the Queue patch (spec.accountedResources)
