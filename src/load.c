@@ -1152,16 +1152,9 @@ static void collect(tly_store *s, const char *dir, char ***files, size_t *n, siz
     closedir(d);
 }
 
-int tly_store_load_path(tly_store *s, const char *path)
+/* Loads the files below directory path in byte order; *nfiles receives how many there were. */
+static int load_dir(tly_store *s, const char *path, size_t *nfiles)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
-                      "cannot read: %s", strerror(errno));
-        return 1;
-    }
-    if (!S_ISDIR(st.st_mode))
-        return load_file(s, path, READ_AUTO);
     char **files = NULL;
     size_t n = 0, cap = 0;
     collect(s, path, &files, &n, &cap, 0);
@@ -1172,6 +1165,52 @@ int tly_store_load_path(tly_store *s, const char *path)
         free(files[i]);
     }
     free(files);
+    *nfiles = n;
+    return errors;
+}
+
+/* Every object the store holds, of all kinds. */
+static uint64_t objects_held(const tly_store *s)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < TLY_K_COUNT; k++)
+        n += tly_store_count(s, k);
+    return n;
+}
+
+/*
+** A note when a path gave nothing at all: no object, and no diagnostic (a
+** skipped kind, a replaced duplicate or an error says something already).
+** An empty directory, an empty file or a pipe that delivered nothing is no
+** error (contract section 2), but it is almost never what was meant.
+*/
+static void note_if_nothing(tly_store *s, const char *path, const struct stat *st, size_t nfiles)
+{
+    const char *why = S_ISDIR(st->st_mode) ? nfiles == 0 ? "the directory holds no *.yaml, *.yml or *.json file"
+                                                       : "its files hold no objects"
+                      : !S_ISREG(st->st_mode) ? "the input was empty"
+                      : st->st_size == 0      ? "the file is empty"
+                                              : "it holds only whitespace, comments or empty documents";
+    tly_diags_add(s->diags, TLY_SEV_NOTE, path, 0, 0, NULL, NULL, NULL, "no objects were read: %s", why);
+}
+
+int tly_store_load_path(tly_store *s, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
+                          "%s does not exist (no file or directory has that name)", path);
+        else
+            tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL, "cannot read: %s",
+                          strerror(errno));
+        return 1;
+    }
+    uint64_t held = objects_held(s);
+    size_t said = tly_diags_count(s->diags), nfiles = 0;
+    int errors = S_ISDIR(st.st_mode) ? load_dir(s, path, &nfiles) : load_file(s, path, READ_AUTO);
+    if (objects_held(s) == held && tly_diags_count(s->diags) == said)
+        note_if_nothing(s, path, &st, nfiles);
     return errors;
 }
 

@@ -65,7 +65,7 @@ out=$("$TALLY" validate "$tmp/q.yaml" 2>/dev/null); rc=$?
 
 # Unreadable input: an error line, exit 1; no arguments: usage, exit 2.
 out=$("$TALLY" validate "$tmp/none.yaml" 2>/dev/null); rc=$?
-[ "$rc" -eq 1 ] && [[ "$out" == *"cannot read"* ]] && ok || bad "missing file: exit $rc '$out'"
+[ "$rc" -eq 1 ] && [ "$out" == "$tmp/none.yaml:0:0: error: -: -: $tmp/none.yaml does not exist (no file or directory has that name)" ] && ok || bad "missing file: exit $rc '$out'"
 "$TALLY" validate >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] && ok || bad "no arguments: exit $rc, want 2"
 rm -rf "$tmp"
