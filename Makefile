@@ -17,11 +17,15 @@ build: deps
 	@$(CMAKE_GEN) -B $(BUILD) -DTALLY_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target tally
 
+# The table ends with a `tally explain` line for each pod or Run that waits;
+# the last lines say where the page is and how to ask why.
 demo: build
 	@echo "== tally simulate examples/cluster =="
 	@./$(BUILD)/tally simulate examples/cluster
 	@./$(BUILD)/tally simulate -o html examples/cluster > $(BUILD)/report.html 2>/dev/null
 	@echo "== HTML report: $(CURDIR)/$(BUILD)/report.html =="
+	@echo "== why a pod or Run waits: run a tally explain line above, as ./$(BUILD)/tally explain ..."
+	@echo "   (or put tally on PATH: sudo make install, or export PATH=\"$(CURDIR)/$(BUILD):\$$PATH\") =="
 
 test:
 	@scripts/deps.sh test

@@ -66,46 +66,57 @@ WRAP(tly_decode_runtime, tly_runtime)
 WRAP(tly_decode_run, tly_run)
 WRAP(tly_decode_config, tly_config)
 
+/* The kinds tally decodes; each one's group and versions are objects.c's. */
 static const struct kind_entry {
-    const char *group;   /* API group ("" for the core group) */
-    const char *kind;
     int k;
     size_t size;
     decode_fn decode;
 } kind_table[] = {
-    {"", "Node", TLY_K_NODE, sizeof(tly_k8s_node), w_tly_decode_node},
-    {"", "Pod", TLY_K_POD, sizeof(tly_pod), w_tly_decode_pod},
-    {"", "Namespace", TLY_K_NAMESPACE, sizeof(tly_namespace), w_tly_decode_namespace},
-    {"scheduling.run.ai", "Queue", TLY_K_QUEUE, sizeof(tly_queue), w_tly_decode_queue},
-    {"scheduling.run.ai", "AccountedResource", TLY_K_ACCOUNTED_RESOURCE, sizeof(tly_accres),
-     w_tly_decode_accres},
-    {"scheduling.run.ai", "PodGroup", TLY_K_PODGROUP, sizeof(tly_podgroup), w_tly_decode_podgroup},
-    {"scheduling.k8s.io", "PriorityClass", TLY_K_PRIORITY_CLASS, sizeof(tly_priority_class),
-     w_tly_decode_priority_class},
-    {"resource.k8s.io", "ResourceClaim", TLY_K_RESOURCE_CLAIM, sizeof(tly_resource_claim),
-     w_tly_decode_resource_claim},
-    {"resource.k8s.io", "ResourceClaimTemplate", TLY_K_RESOURCE_CLAIM_TEMPLATE,
-     sizeof(tly_claim_template), w_tly_decode_claim_template},
-    {"resource.k8s.io", "ResourceSlice", TLY_K_RESOURCE_SLICE, sizeof(tly_resource_slice),
-     w_tly_decode_resource_slice},
-    {"resource.k8s.io", "DeviceClass", TLY_K_DEVICE_CLASS, sizeof(tly_device_class),
-     w_tly_decode_device_class},
-    {"kruntimes.io", "Runtime", TLY_K_RUNTIME, sizeof(tly_runtime), w_tly_decode_runtime},
-    {"kruntimes.io", "Run", TLY_K_RUN, sizeof(tly_run), w_tly_decode_run},
-    {"kai.scheduler", "Config", TLY_K_CONFIG, sizeof(tly_config), w_tly_decode_config},
+    {TLY_K_NODE, sizeof(tly_k8s_node), w_tly_decode_node},
+    {TLY_K_POD, sizeof(tly_pod), w_tly_decode_pod},
+    {TLY_K_NAMESPACE, sizeof(tly_namespace), w_tly_decode_namespace},
+    {TLY_K_QUEUE, sizeof(tly_queue), w_tly_decode_queue},
+    {TLY_K_ACCOUNTED_RESOURCE, sizeof(tly_accres), w_tly_decode_accres},
+    {TLY_K_PODGROUP, sizeof(tly_podgroup), w_tly_decode_podgroup},
+    {TLY_K_PRIORITY_CLASS, sizeof(tly_priority_class), w_tly_decode_priority_class},
+    {TLY_K_RESOURCE_CLAIM, sizeof(tly_resource_claim), w_tly_decode_resource_claim},
+    {TLY_K_RESOURCE_CLAIM_TEMPLATE, sizeof(tly_claim_template), w_tly_decode_claim_template},
+    {TLY_K_RESOURCE_SLICE, sizeof(tly_resource_slice), w_tly_decode_resource_slice},
+    {TLY_K_DEVICE_CLASS, sizeof(tly_device_class), w_tly_decode_device_class},
+    {TLY_K_RUNTIME, sizeof(tly_runtime), w_tly_decode_runtime},
+    {TLY_K_RUN, sizeof(tly_run), w_tly_decode_run},
+    {TLY_K_CONFIG, sizeof(tly_config), w_tly_decode_config},
 };
 
-static const struct kind_entry *find_kind(const char *api_version, const char *kind)
+/*
+** The entry for kind in api_version's group, whatever the version (NULL for
+** a kind tally does not read); *version receives the part after the group.
+*/
+static const struct kind_entry *find_kind(const char *api_version, const char *kind,
+                                          const char **version)
 {
     const char *slash = strchr(api_version, '/');
     size_t glen = slash ? (size_t)(slash - api_version) : 0;
+    *version = slash ? slash + 1 : api_version;
     for (size_t i = 0; i < sizeof kind_table / sizeof kind_table[0]; i++) {
         const struct kind_entry *e = &kind_table[i];
-        if (strcmp(e->kind, kind) == 0 && strlen(e->group) == glen &&
-            strncmp(e->group, api_version, glen) == 0)
+        const char *group = tly_kind_group(e->k);
+        if (strcmp(tly_kind_name(e->k), kind) == 0 && strlen(group) == glen &&
+            strncmp(group, api_version, glen) == 0)
             return e;
     }
     return NULL;
+}
+
+/* "scheduling.run.ai/v2 or scheduling.run.ai/v1alpha1": the apiVersions read for kind k. */
+static const char *versions_read(int k, tly_arena *a)
+{
+    const char *group = tly_kind_group(k), *out = "";
+    const char *const *v = tly_kind_versions(k);
+    for (size_t i = 0; v[i]; i++)
+        out = tly_arena_printf(a, "%s%s%s%s%s", out, i == 0 ? "" : v[i + 1] ? ", " : " or ", group,
+                               *group ? "/" : "", v[i]);
+    return out;
 }
 
 /* ---- the loader ---------------------------------------------------------- */
@@ -479,7 +490,8 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
                       "object has no %s", !kind ? "kind" : "apiVersion");
         return NULL;
     }
-    const struct kind_entry *ke = find_kind(api, kind);
+    const char *version;
+    const struct kind_entry *ke = find_kind(api, kind, &version);
     const tly_node *md = tly_node_get(root, "metadata");
     const char *name = md ? scalar_member(md, "name") : NULL;
     if (!ke) {
@@ -489,7 +501,7 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
     }
     tly_dctx dx = {
         .arena = arena, .names = env->names, .diags = env->diags, .file = env->file,
-        .kind = ke->kind, .objname = name, .root = root,
+        .kind = tly_kind_name(ke->k), .objname = name, .root = root,
     };
     if (!md || md->type != TLY_N_MAP || !name || !*name) {
         tly_dx_error(&dx, md ? md : root, md ? "metadata.name" : "metadata",
@@ -503,6 +515,17 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
         ns = scalar_member(md, "namespace");
         if (!ns || !*ns)
             ns = "default";  /* what kubectl apply uses without a context namespace */
+    }
+    if (!tly_kind_reads_version(ke->k, version)) {
+        /* Another version's fields may mean something else (a Config at an
+           unserved version must not rename the scheduler): not applied. */
+        dx.objname = ns ? tly_arena_printf(arena, "%s/%s", ns, name) : name;
+        tly_dx_error(&dx, tly_node_get(root, "apiVersion"), "apiVersion",
+                     "%s is not a version of %s that tally reads (it reads %s); the object is "
+                     "skipped",
+                     api, tly_kind_name(ke->k), versions_read(ke->k, arena));
+        (*errors)++;
+        return NULL;
     }
     tly_meta *m = tly_arena_zalloc(arena, ke->size);
     m->kind = (uint8_t)ke->k;
@@ -1199,16 +1222,9 @@ static void collect(tly_store *s, const char *dir, char ***files, size_t *n, siz
     closedir(d);
 }
 
-int tly_store_load_path(tly_store *s, const char *path)
+/* Loads the files below directory path in byte order; *nfiles receives how many there were. */
+static int load_dir(tly_store *s, const char *path, size_t *nfiles)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
-                      "cannot read: %s", strerror(errno));
-        return 1;
-    }
-    if (!S_ISDIR(st.st_mode))
-        return load_file(s, path, READ_AUTO);
     char **files = NULL;
     size_t n = 0, cap = 0;
     collect(s, path, &files, &n, &cap, 0);
@@ -1219,6 +1235,52 @@ int tly_store_load_path(tly_store *s, const char *path)
         free(files[i]);
     }
     free(files);
+    *nfiles = n;
+    return errors;
+}
+
+/* Every object the store holds, of all kinds. */
+static uint64_t objects_held(const tly_store *s)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < TLY_K_COUNT; k++)
+        n += tly_store_count(s, k);
+    return n;
+}
+
+/*
+** A note when a path gave nothing at all: no object, and no diagnostic (a
+** skipped kind, a replaced duplicate or an error says something already).
+** An empty directory, an empty file or a pipe that delivered nothing is no
+** error (contract section 2), but it is almost never what was meant.
+*/
+static void note_if_nothing(tly_store *s, const char *path, const struct stat *st, size_t nfiles)
+{
+    const char *why = S_ISDIR(st->st_mode) ? nfiles == 0 ? "the directory holds no *.yaml, *.yml or *.json file"
+                                                       : "its files hold no objects"
+                      : !S_ISREG(st->st_mode) ? "the input was empty"
+                      : st->st_size == 0      ? "the file is empty"
+                                              : "it holds only whitespace, comments or empty documents";
+    tly_diags_add(s->diags, TLY_SEV_NOTE, path, 0, 0, NULL, NULL, NULL, "no objects were read: %s", why);
+}
+
+int tly_store_load_path(tly_store *s, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL,
+                          "%s does not exist (no file or directory has that name)", path);
+        else
+            tly_diags_add(s->diags, TLY_SEV_ERROR, path, 0, 0, NULL, NULL, NULL, "cannot read: %s",
+                          strerror(errno));
+        return 1;
+    }
+    uint64_t held = objects_held(s);
+    size_t said = tly_diags_count(s->diags), nfiles = 0;
+    int errors = S_ISDIR(st.st_mode) ? load_dir(s, path, &nfiles) : load_file(s, path, READ_AUTO);
+    if (objects_held(s) == held && tly_diags_count(s->diags) == said)
+        note_if_nothing(s, path, &st, nfiles);
     return errors;
 }
 

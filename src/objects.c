@@ -6,24 +6,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+** Each kind's name, scope, API group and the versions tally reads (contract
+** section 2), in order of preference: the versions KAI's, kruntimes' and
+** Kubernetes' servers serve, plus Queue v1alpha1 as the seed's
+** AccountedResource examples write it. The loader refuses any other version
+** of these groups, and live discovery lists the first one the server serves.
+*/
 static const struct {
     const char *name;
     bool namespaced;
+    const char *group;
+    const char *versions[4];
 } kinds[TLY_K_COUNT] = {
-    [TLY_K_NODE] = {"Node", false},
-    [TLY_K_POD] = {"Pod", true},
-    [TLY_K_NAMESPACE] = {"Namespace", false},
-    [TLY_K_QUEUE] = {"Queue", false},
-    [TLY_K_ACCOUNTED_RESOURCE] = {"AccountedResource", false},
-    [TLY_K_PODGROUP] = {"PodGroup", true},
-    [TLY_K_PRIORITY_CLASS] = {"PriorityClass", false},
-    [TLY_K_RESOURCE_CLAIM] = {"ResourceClaim", true},
-    [TLY_K_RESOURCE_CLAIM_TEMPLATE] = {"ResourceClaimTemplate", true},
-    [TLY_K_RESOURCE_SLICE] = {"ResourceSlice", false},
-    [TLY_K_DEVICE_CLASS] = {"DeviceClass", false},
-    [TLY_K_RUNTIME] = {"Runtime", true},
-    [TLY_K_RUN] = {"Run", true},
-    [TLY_K_CONFIG] = {"Config", false},
+    [TLY_K_NODE] = {"Node", false, "", {"v1"}},
+    [TLY_K_POD] = {"Pod", true, "", {"v1"}},
+    [TLY_K_NAMESPACE] = {"Namespace", false, "", {"v1"}},
+    [TLY_K_QUEUE] = {"Queue", false, "scheduling.run.ai", {"v2", "v1alpha1"}},
+    [TLY_K_ACCOUNTED_RESOURCE] = {"AccountedResource", false, "scheduling.run.ai", {"v1alpha1"}},
+    [TLY_K_PODGROUP] = {"PodGroup", true, "scheduling.run.ai", {"v2alpha2"}},
+    [TLY_K_PRIORITY_CLASS] = {"PriorityClass", false, "scheduling.k8s.io", {"v1"}},
+    [TLY_K_RESOURCE_CLAIM] = {"ResourceClaim", true, "resource.k8s.io", {"v1", "v1beta2", "v1beta1"}},
+    [TLY_K_RESOURCE_CLAIM_TEMPLATE] = {"ResourceClaimTemplate", true, "resource.k8s.io",
+                                       {"v1", "v1beta2", "v1beta1"}},
+    [TLY_K_RESOURCE_SLICE] = {"ResourceSlice", false, "resource.k8s.io", {"v1", "v1beta2", "v1beta1"}},
+    [TLY_K_DEVICE_CLASS] = {"DeviceClass", false, "resource.k8s.io", {"v1", "v1beta2", "v1beta1"}},
+    [TLY_K_RUNTIME] = {"Runtime", true, "kruntimes.io", {"v1alpha1"}},
+    [TLY_K_RUN] = {"Run", true, "kruntimes.io", {"v1alpha1"}},
+    [TLY_K_CONFIG] = {"Config", false, "kai.scheduler", {"v1"}},
 };
 
 const char *tly_kind_name(int kind)
@@ -34,6 +44,25 @@ const char *tly_kind_name(int kind)
 bool tly_kind_namespaced(int kind)
 {
     return kind >= 0 && kind < TLY_K_COUNT && kinds[kind].namespaced;
+}
+
+const char *tly_kind_group(int kind)
+{
+    return (kind >= 0 && kind < TLY_K_COUNT) ? kinds[kind].group : "";
+}
+
+const char *const *tly_kind_versions(int kind)
+{
+    static const char *const none[] = {NULL};
+    return (kind >= 0 && kind < TLY_K_COUNT) ? kinds[kind].versions : none;
+}
+
+bool tly_kind_reads_version(int kind, const char *version)
+{
+    for (const char *const *v = tly_kind_versions(kind); *v; v++)
+        if (strcmp(*v, version) == 0)
+            return true;
+    return false;
 }
 
 const char *tly_kvs_get(const tly_kvs *kvs, const char *key)

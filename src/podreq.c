@@ -38,13 +38,15 @@
 ** fraction or gpu-memory classification (it is a policy refusal, not a
 ** malformed request); any other invalid pod has gpu_kind NONE.
 **
-** No floating point: a gpu-fraction is parsed as an exact decimal with
-** tly_qty_parse (nano-units) and rounded to hundredths in integers, and
-** ceil(100 x mem / node_mem) is computed in 128-bit integers.
+** No floating point: a gpu-fraction is read as an exact decimal (KAI's
+** float64 range check is decided on its digits, see "gpu-fraction" below)
+** and rounded to hundredths in integers, and ceil(100 x mem / node_mem) is
+** computed in 128-bit integers.
 */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tally/error.h"
 #include "tally/podreq.h"
@@ -53,7 +55,6 @@
 __extension__ typedef unsigned __int128 u128;
 
 #define NANOS_PER_UNIT 1000000000
-#define NANOS_PER_HUNDREDTH 10000000
 
 static const char REASON_SHARING[] = "InvalidGPUSharingRequest";
 static const char REASON_DISABLED[] = "GPUSharingDisabled";
@@ -62,6 +63,10 @@ static const char REASON_RESOURCES[] = "InvalidResources";
 /* KAI's admission messages (binder gpu_request_validator.go), verbatim. */
 static const char MSG_FRACTION[] =
     "gpu-fraction annotation value must be a positive number smaller than 1.0";
+/* Followed by the annotation's value; KAI's text, stray space and all. */
+static const char MSG_NOT_A_FLOAT[] =
+    "gpu-fraction annotation value must be a float written with a decimal point or a "
+    "scientific notation .given value: ";
 static const char MSG_MEMORY[] = "gpu-memory annotation value must be a positive integer greater than 0";
 static const char MSG_COUNT[] = "fraction count annotation value must be a positive integer greater than 0";
 static const char MSG_FRACTION_AND_WHOLE[] =
@@ -219,57 +224,341 @@ static bool parse_uint64(const char *s, uint64_t *out)
 }
 
 /*
-** A plain decimal number as strconv.ParseFloat reads one: optional sign,
-** digits with an optional point (at least one digit), optional exponent.
-** This keeps out the quantity suffixes tly_qty_parse would otherwise accept
-** ("500m", "1Ki"), which are not numbers to KAI. ParseFloat's "inf", "NaN"
-** and hexadecimal forms are refused as well: none is a usable fraction
-** (KAI's own range check happens to let "NaN" through).
+** ---- gpu-fraction --------------------------------------------------------
+**
+** KAI's validator checks the text twice: strconv.ParseFloat(s, 64) must give
+** f with neither f <= 0 nor f >= 1 (so NaN passes: every comparison with it is
+** false), and then resource.ParseQuantity(s) must accept s. A failure of the
+** first check gives MSG_FRACTION, of the second MSG_NOT_A_FLOAT with the text.
+**
+** tally never turns the text into a double. The first check only needs to
+** know where Go's float64 lands, and rounding to the nearest float64 can only
+** move a value across those bounds in two places: a value just below 1 (from
+** 1 - 2^-54 on, it becomes 1.0) and one at the foot of the denormals (up to
+** 2^-1075, it becomes 0). Both are decided exactly on the digits. The charge
+** is then computed from the decimal digits, exactly (gpu_frac_*, hundredths).
 */
-static bool is_plain_decimal(const char *s)
+
+/* The pieces of a number in Go's float syntax (strconv.ParseFloat). */
+typedef struct {
+    bool neg;
+    bool hex;          /* 0x mantissa, p exponent (a power of 2) */
+    const char *mant;  /* the mantissa: digits, at most one '.', '_' separators */
+    size_t mant_len;
+    int64_t exp;       /* the exponent as written, saturating as Go's does */
+} go_float;
+
+/* A digit of the mantissa's base, or -1. */
+static int go_digit(char c, bool hex)
 {
-    const char *c = s;
-    int digits = 0;
-    if (*c == '+' || *c == '-')
-        c++;
-    for (; *c >= '0' && *c <= '9'; c++)
-        digits++;
-    if (*c == '.')
-        for (c++; *c >= '0' && *c <= '9'; c++)
-            digits++;
-    if (!digits)
-        return false;
-    if (*c == 'e' || *c == 'E') {
-        c++;
-        if (*c == '+' || *c == '-')
-            c++;
-        if (*c < '0' || *c > '9')
-            return false;
-        while (*c >= '0' && *c <= '9')
-            c++;
-    }
-    return *c == '\0';
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (hex && (c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+        return (c | 0x20) - 'a' + 10;
+    return -1;
 }
 
 /*
-** gpu-fraction: 0 < f < 1, and in hundredths round-half-away-from-zero of
-** f x 100 (Go's math.Round in KAI's GPUs()), which must not be 0.
-** Quantities keep 10^-9, so the value is exact for any text with up to nine
-** decimals; finer digits round up to the next nano-unit first.
+** Go's rule for digit separators: each '_' stands between two digits, or
+** right after the 0x prefix and before a digit. body is the text after the
+** sign and the prefix (hex says whether there was a 0x).
 */
-static bool parse_fraction(const char *s, uint32_t *hundredths)
+static bool go_underscores_ok(const char *body, bool hex)
+{
+    for (const char *c = body; *c; c++) {
+        if (*c != '_')
+            continue;
+        /* At the start of the body only the 0x prefix stands before it. */
+        bool after = c == body ? hex : go_digit(c[-1], hex) >= 0;
+        if (!after || go_digit(c[1], hex) < 0)
+            return false;
+    }
+    return true;
+}
+
+/* Go's "inf", "infinity" (either with a sign) and "nan", in any case. */
+static bool go_special(const char *s, bool *nan)
+{
+    const char *c = s + (*s == '+' || *s == '-');
+    *nan = c == s && strcasecmp(c, "nan") == 0;
+    return *nan || strcasecmp(c, "inf") == 0 || strcasecmp(c, "infinity") == 0;
+}
+
+/*
+** Splits s as strconv.ParseFloat's syntax reads it; false where ParseFloat
+** reports a syntax error. The whole text must be the number.
+*/
+static bool go_float_read(const char *s, go_float *f)
+{
+    const char *c = s;
+    memset(f, 0, sizeof *f);
+    if (*c == '+' || *c == '-')
+        f->neg = *c++ == '-';
+    /* "0x" is a prefix only with something after it ("0x" alone is 0 and a stray x). */
+    if (c[0] == '0' && (c[1] | 0x20) == 'x' && c[2] != '\0') {
+        f->hex = true;
+        c += 2;
+    }
+    f->mant = c;
+    bool dot = false, digits = false;
+    for (; *c == '_' || *c == '.' || go_digit(*c, f->hex) >= 0; c++) {
+        if (*c == '.') {
+            if (dot)
+                break;
+            dot = true;
+        } else if (*c != '_') {
+            digits = true;
+        }
+    }
+    if (!digits)
+        return false;
+    f->mant_len = (size_t)(c - f->mant);
+    if ((*c | 0x20) == (f->hex ? 'p' : 'e')) {
+        c++;
+        int64_t sign = 1;
+        if (*c == '+' || *c == '-')
+            sign = *c++ == '-' ? -1 : 1;
+        if (*c < '0' || *c > '9')
+            return false;
+        int64_t e = 0;
+        /* Go stops growing the exponent at 10000: far beyond any float. */
+        for (; (*c >= '0' && *c <= '9') || *c == '_'; c++)
+            if (*c != '_' && e < 10000)
+                e = e * 10 + (*c - '0');
+        f->exp = sign * e;
+    } else if (f->hex) {
+        return false;  /* a hexadecimal mantissa needs its p exponent */
+    }
+    if (*c != '\0')
+        return false;
+    return go_underscores_ok(f->mant, f->hex);
+}
+
+/* Walks the significant digits of a mantissa: leading zeros skipped, then every digit. */
+typedef struct {
+    const char *c, *end;
+    bool hex, started;
+} digit_walk;
+
+static digit_walk digits_of(const go_float *f)
+{
+    return (digit_walk){f->mant, f->mant + f->mant_len, f->hex, false};
+}
+
+/* The next significant digit, 0 once past the end (the digits go on as zeros). */
+static int next_digit(digit_walk *w)
+{
+    for (; w->c < w->end; w->c++) {
+        int d = go_digit(*w->c, w->hex);
+        if (d < 0 || (d == 0 && !w->started))
+            continue;
+        w->started = true;
+        w->c++;
+        return d;
+    }
+    return 0;
+}
+
+/* Whether any significant digit is left. */
+static bool digits_left(digit_walk w)
+{
+    for (; w.c < w.end; w.c++)
+        if (go_digit(*w.c, w.hex) > 0)
+            return true;
+    return false;
+}
+
+/*
+** Where the point stands: the value is 0.D x base^point, D being the
+** significant digits (Go's decimal "dp"); *nonzero says whether D is not
+** empty. Leading zeros before the point do not count, after it they do.
+*/
+static int64_t point_of(const go_float *f, bool *nonzero)
+{
+    int64_t point = 0, nd = 0;
+    bool dot = false;
+    for (size_t i = 0; i < f->mant_len; i++) {
+        char ch = f->mant[i];
+        int d = go_digit(ch, f->hex);
+        if (ch == '.') {
+            dot = true;
+            point = nd;
+        } else if (d == 0 && nd == 0) {
+            point--;
+        } else if (d > 0 || nd > 0) {
+            nd++;
+        }
+    }
+    *nonzero = nd > 0;
+    return dot ? point : nd;
+}
+
+/* The decimal digits of 5^n into buf (cap >= 1 + n * 0.7), most significant first. */
+static void pow5_digits(unsigned n, char *buf, size_t cap)
+{
+    /* Little-endian digits while multiplying, reversed at the end. */
+    size_t len = 1;
+    buf[0] = 1;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned carry = 0;
+        for (size_t i = 0; i < len; i++) {
+            unsigned v = (unsigned)buf[i] * 5 + carry;
+            buf[i] = (char)(v % 10);
+            carry = v / 10;
+        }
+        if (carry && len + 1 < cap)
+            buf[len++] = (char)carry;
+    }
+    for (size_t i = 0; i < len / 2; i++) {
+        char t = buf[i];
+        buf[i] = buf[len - 1 - i];
+        buf[len - 1 - i] = t;
+    }
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (char)(buf[i] + '0');
+    buf[len] = '\0';
+}
+
+/* Compares 0.D (the walk's digits) with 0.t (a digit string): <0, 0, >0. */
+static int cmp_fraction_digits(digit_walk w, const char *t)
+{
+    for (; *t; t++) {
+        int d = next_digit(&w);
+        if (d != *t - '0')
+            return d - (*t - '0');
+    }
+    return digits_left(w) ? 1 : 0;
+}
+
+/*
+** A positive decimal 0.D x 10^point strictly between 0 and 1 once rounded to
+** the nearest float64 (ties to even): below 1 - 2^-54 and above 2^-1075.
+** 1 - 2^-54 = 0.T with T the 54 digits of 10^54 - 5^54; 2^-1075 = 0.U x
+** 10^-323 with U the 752 digits of 5^1075.
+*/
+static bool decimal_in_unit(const go_float *f, int64_t point)
+{
+    if (point >= 1)
+        return false;
+    if (point <= -324)
+        return false;  /* below 10^-324 < 2^-1075: 0 */
+    if (point == 0) {
+        char t[64], p5[64];
+        pow5_digits(54, p5, sizeof p5);
+        /* 10^54 - 5^54, digit by digit from the right (5^54 has 38 digits). */
+        size_t n5 = strlen(p5);
+        int borrow = 0;
+        for (size_t i = 0; i < 54; i++) {
+            int v = -(i < n5 ? p5[n5 - 1 - i] - '0' : 0) - borrow;
+            borrow = v < 0;
+            t[53 - i] = (char)('0' + v + 10 * borrow);
+        }
+        t[54] = '\0';
+        return cmp_fraction_digits(digits_of(f), t) < 0;
+    }
+    if (point == -323) {
+        char u[800];
+        pow5_digits(1075, u, sizeof u);
+        return cmp_fraction_digits(digits_of(f), u) > 0;
+    }
+    return true;
+}
+
+/* The number of bits in a hexadecimal digit 1..15. */
+static int bit_length(int d)
+{
+    return d >= 8 ? 4 : d >= 4 ? 3 : d >= 2 ? 2 : 1;
+}
+
+/*
+** A positive hexadecimal 0.H x 16^point x 2^exp strictly between 0 and 1
+** once rounded to float64. With its top bit at 2^top: top >= 0 is at least
+** 1; top == -1 rounds to 1 when its first 54 bits are all ones (it is then
+** at least 1 - 2^-54); top == -1075 rounds to 0 when it is exactly 2^-1075;
+** lower rounds to 0.
+*/
+static bool hex_in_unit(const go_float *f, int64_t point)
+{
+    digit_walk w = digits_of(f);
+    int first = next_digit(&w);
+    int bl = bit_length(first);
+    int64_t top = 4 * point + bl - 5 + f->exp;
+    if (top >= 0 || top <= -1076)
+        return false;
+    if (top == -1075)
+        return (first & ((1 << (bl - 1)) - 1)) != 0 || digits_left(w);
+    if (top != -1)
+        return true;
+    int ones = 0;
+    for (int d = first, bits = bl; ones < 54; d = next_digit(&w), bits = 4) {
+        for (int b = bits - 1; b >= 0 && ones < 54; b--) {
+            if (!(d >> b & 1))
+                return true;
+            ones++;
+        }
+    }
+    return false;
+}
+
+/* KAI's first check: ParseFloat succeeds and neither f <= 0 nor f >= 1. */
+static bool go_fraction_in_range(const char *s)
+{
+    bool nan;
+    if (go_special(s, &nan))
+        return nan;  /* +-Inf fail a bound; NaN fails none */
+    go_float f;
+    if (!go_float_read(s, &f))
+        return false;
+    bool nonzero;
+    int64_t point = point_of(&f, &nonzero);
+    if (f.neg || !nonzero)
+        return false;  /* negative, or zero (-0 included) */
+    return f.hex ? hex_in_unit(&f, point) : decimal_in_unit(&f, point + f.exp);
+}
+
+/*
+** The charge of a fraction both checks accept (a plain decimal, 0 < f < 1):
+** f exactly as num / 10^scale, and f x 100 rounded half away from zero, as
+** KAI's GPUs() rounds (math.Round), but on the exact value.
+*/
+static void fraction_charge(const char *s, tly_podreq *out)
+{
+    go_float f;
+    bool nonzero;
+    go_float_read(s, &f);
+    int64_t point = point_of(&f, &nonzero) + f.exp;  /* -323 <= point <= 0 */
+    digit_walk w = digits_of(&f);
+    uint64_t num = 0;
+    int64_t scale = -point;
+    for (int i = 0; i < 19 && digits_left(w); i++, scale++)
+        num = num * 10 + (uint64_t)next_digit(&w);
+    if (digits_left(w))
+        num++;  /* more than 19 significant digits: never below the text */
+    for (; num % 10 == 0 && scale > 0; scale--)
+        num /= 10;
+    out->gpu_frac_num = num;
+    out->gpu_frac_scale = (uint32_t)scale;
+
+    /* Hundredths: the digits left of the point of f x 100, plus the next one's rounding. */
+    int64_t k = point + 2;  /* how many of D's digits are whole hundredths: <= 2 */
+    digit_walk h = digits_of(&f);
+    uint32_t whole = 0;
+    for (int64_t i = 0; i < k; i++)
+        whole = whole * 10 + (uint32_t)next_digit(&h);
+    if (k >= 0 && next_digit(&h) >= 5)
+        whole++;
+    out->gpu_portion = whole;  /* 0..100 */
+}
+
+/* Both of KAI's checks; NULL when s is a valid fraction, else KAI's message. */
+static const char *fraction_error(const char *s, tly_arena *a)
 {
     tly_qty q;
-    if (!is_plain_decimal(s) || tly_qty_parse_str(s, &q) != TLY_OK)
-        return false;
-    if (q.nanos <= 0 || q.nanos >= NANOS_PER_UNIT)
-        return false;
-    int64_t n = (int64_t)q.nanos;  /* 0 < n < 10^9 */
-    int64_t h = (n + NANOS_PER_HUNDREDTH / 2) / NANOS_PER_HUNDREDTH;
-    if (h == 0)
-        return false;
-    *hundredths = (uint32_t)h;  /* 1..100 */
-    return true;
+    if (!go_fraction_in_range(s))
+        return MSG_FRACTION;
+    if (tly_qty_parse_str(s, &q) != TLY_OK)
+        return tly_arena_printf(a, "%s%s", MSG_NOT_A_FLOAT, s);
+    return NULL;
 }
 
 /* Whether any container or init container names resource id in its spec requests or limits. */
@@ -417,7 +706,6 @@ void tly_podreq_compute(const tly_pod *p, bool gpu_sharing, tly_names *names, tl
     bool shared = frac_s || mem_s;
 
     const char *err = NULL;
-    uint32_t portion = 0;
     uint64_t mem = 0, count = 1;
     if (!shared && mps_s && strcmp(mps_s, "true") == 0)
         err = MSG_MPS;
@@ -429,9 +717,9 @@ void tly_podreq_compute(const tly_pod *p, bool gpu_sharing, tly_names *names, tl
         err = MSG_COUNT_ALONE;
     else if (mem_s && (!parse_uint64(mem_s, &mem) || mem == 0))
         err = MSG_MEMORY;
-    else if (frac_s && !parse_fraction(frac_s, &portion))
-        err = MSG_FRACTION;
-    else if (count_s && (!parse_uint64(count_s, &count) || count == 0 || count > UINT32_MAX))
+    else if (frac_s)
+        err = fraction_error(frac_s, a);
+    if (!err && count_s && (!parse_uint64(count_s, &count) || count == 0 || count > UINT32_MAX))
         err = MSG_COUNT;  /* more than 2^32 - 1 devices can never be placed */
 
     /* Sharing disabled is checked before the request itself (KAI's plugin
@@ -451,7 +739,7 @@ void tly_podreq_compute(const tly_pod *p, bool gpu_sharing, tly_names *names, tl
 
     if (frac_s) {
         out->gpu_kind = TLY_GPU_FRACTION;
-        out->gpu_portion = portion;
+        fraction_charge(frac_s, out);
         out->gpu_devices = (uint32_t)count;
     } else if (mem_s) {
         out->gpu_kind = TLY_GPU_MEMORY;

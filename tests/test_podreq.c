@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tally/arena.h"
@@ -513,6 +514,9 @@ static const char SHARING[] = "InvalidGPUSharingRequest";
 static const char BAD_FRACTION[] =
     "gpu-fraction annotation value must be a positive number smaller than 1.0";
 static const char BAD_MEMORY[] = "gpu-memory annotation value must be a positive integer greater than 0";
+static const char NOT_A_FLOAT[] =
+    "gpu-fraction annotation value must be a float written with a decimal point or a scientific "
+    "notation .given value: ";
 static const char BAD_COUNT[] = "fraction count annotation value must be a positive integer greater than 0";
 
 static void expect_fraction(const char *text, uint32_t hundredths)
@@ -528,14 +532,6 @@ static void expect_fraction(const char *text, uint32_t hundredths)
     assert_int_equal(tly_podreq_gpu_hundredths(&r, 0), hundredths);
 }
 
-static void expect_bad_fraction(const char *text)
-{
-    char ann[128];
-    snprintf(ann, sizeof ann, "{gpu-fraction: '%s'}", text);
-    tly_podreq r = gpu_pod(ann, CPU_ONLY);
-    expect_invalid(&r, SHARING, BAD_FRACTION);
-}
-
 /* Fractions round half away from zero to 0.01 devices, exactly from the decimal text. */
 static void test_fraction_rounding(void **state)
 {
@@ -549,22 +545,90 @@ static void test_fraction_rounding(void **state)
     expect_fraction(".25", 25);
     expect_fraction("5e-1", 50);
     expect_fraction("0.0050000001", 1);
+    expect_fraction("0.0049999999999", 0);  /* exact: not rounded up to a nano-unit first */
 }
 
-/* A fraction must be a plain number with 0 < f < 1 that is at least 0.005. */
-static void test_fraction_values_rejected(void **state)
+/*
+** One row of tests/vectors/gpu-fraction.tsv: the annotation's text, KAI's
+** verdict (ok; range: "must be a positive number smaller than 1.0"; format:
+** "must be a float written with a decimal point ..., given value: <text>"),
+** and for ok the hundredths charged and the exact value as NUM/10^SCALE.
+*/
+static void check_fraction_row(const char *where, char **col)
+{
+    char *yaml = malloc(strlen(col[0]) + 512);
+    assert_non_null(yaml);
+    sprintf(yaml,
+            POD_HEAD
+            "metadata: {name: p, namespace: ns1, annotations: {gpu-fraction: '%s'}}\n"
+            "spec:\n  containers:\n  - {name: main, resources: %s}\n",
+            col[0], CPU_ONLY);
+    tly_podreq r = compute(yaml);
+    free(yaml);
+    char msg[2048];
+    if (strcmp(col[1], "ok") == 0) {
+        if (r.invalid)
+            fail_msg("%s: '%.40s' rejected: %s", where, col[0], r.message);
+        assert_int_equal(r.gpu_kind, TLY_GPU_FRACTION);
+        if (r.gpu_portion != (uint32_t)atoi(col[2]))
+            fail_msg("%s: '%.40s' charged %u hundredths, not %s", where, col[0], r.gpu_portion, col[2]);
+        if (strcmp(col[3], "-") != 0) {
+            char exact[64];
+            snprintf(exact, sizeof exact, "%llu/10^%u", (unsigned long long)r.gpu_frac_num,
+                     r.gpu_frac_scale);
+            if (strcmp(exact, col[3]) != 0)
+                fail_msg("%s: '%.40s' held as %s, not %s", where, col[0], exact, col[3]);
+        }
+        return;
+    }
+    if (strcmp(col[1], "range") == 0)
+        snprintf(msg, sizeof msg, "%s", BAD_FRACTION);
+    else
+        snprintf(msg, sizeof msg, "%s%s", NOT_A_FLOAT, col[0]);
+    if (!r.invalid || strcmp(r.message, msg) != 0)
+        fail_msg("%s: '%.40s': expected \"%.120s\", got \"%.120s\"", where, col[0], msg,
+                 r.invalid ? r.message : "(accepted)");
+    assert_string_equal(r.reason, SHARING);
+    assert_int_equal(r.gpu_kind, TLY_GPU_NONE);
+}
+
+/*
+** KAI's verdict on every text of the vector file: its validator's own
+** table, then Go's float syntax and float64 rounding at both bounds.
+*/
+static void test_fraction_vectors(void **state)
 {
     (void)state;
-    expect_bad_fraction("0.004");  /* rounds to 0 hundredths */
-    expect_bad_fraction("0");
-    expect_bad_fraction("1");
-    expect_bad_fraction("1.5");
-    expect_bad_fraction("-0.5");
-    expect_bad_fraction("half");
-    expect_bad_fraction("500m");   /* a quantity, not a number */
-    expect_bad_fraction("");
-    expect_bad_fraction("NaN");
-    expect_bad_fraction("0.5 ");
+    char path[4096], *line = NULL;
+    size_t cap = 0;
+    unsigned lineno = 0, rows = 0;
+    snprintf(path, sizeof path, "%s/gpu-fraction.tsv", TALLY_VECTOR_DIR);
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        fail_msg("cannot open %s", path);
+    while (getline(&line, &cap, fp) != -1) {
+        if (++lineno == 1)
+            continue;  /* the "# " header */
+        line[strcspn(line, "\n")] = '\0';
+        char *col[6];
+        int n = 0;
+        for (char *c = line; n < 6; n++) {
+            col[n] = c;
+            c = strchr(c, '\t');
+            if (!c)
+                break;
+            *c++ = '\0';
+        }
+        if (n != 5)
+            fail_msg("%s:%u: expected 6 columns", path, lineno);
+        char where[64];
+        snprintf(where, sizeof where, "gpu-fraction.tsv:%u", lineno);
+        check_fraction_row(where, col);
+        rows++;
+    }
+    free(line);
+    fclose(fp);
+    assert_true(rows >= 70);
 }
 
 /* gpu-fraction-num-devices: the same fraction on each of N devices. */
@@ -798,7 +862,7 @@ int main(void)
         cmocka_unit_test_teardown(test_non_integer_whole_gpu_is_invalid, teardown),
         cmocka_unit_test_teardown(test_zero_gpus_is_no_gpu, teardown),
         cmocka_unit_test_teardown(test_fraction_rounding, teardown),
-        cmocka_unit_test_teardown(test_fraction_values_rejected, teardown),
+        cmocka_unit_test_teardown(test_fraction_vectors, teardown),
         cmocka_unit_test_teardown(test_fraction_on_several_devices, teardown),
         cmocka_unit_test_teardown(test_gpu_memory, teardown),
         cmocka_unit_test_teardown(test_gpu_memory_values_rejected, teardown),

@@ -46,6 +46,15 @@ typedef enum {
 const char *tly_kind_name(int kind);
 /* Whether objects of the kind live in a namespace. */
 bool tly_kind_namespaced(int kind);
+/* The kind's API group: "" for the core group, "scheduling.run.ai", ... */
+const char *tly_kind_group(int kind);
+/*
+** The versions of the kind's group that tally reads, in order of preference,
+** NULL-terminated (contract section 2): "v2", "v1alpha1" for Queue, ...
+*/
+const char *const *tly_kind_versions(int kind);
+/* Whether version (without the group: "v2") is one tally reads for the kind. */
+bool tly_kind_reads_version(int kind, const char *version);
 
 /* Where something was read from: file (owned by the store), 1-based line and column. */
 typedef struct {

@@ -20,7 +20,12 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: tally explain [--now RFC3339] [--scheduler-name NAME] [--queue-admission-gating all|opt-in|off] "
                  "(PATH... | --kubeconfig FILE [--context NAME] | --in-cluster) "
-                 "(pod NS/NAME | run NS/NAME | queue NAME)\n\n" TLY_CMD_LIVE_HELP);
+                 "(pod NS/NAME | run NS/NAME | queue NAME)\n\n"
+                 "Explains, for a person, one decision of tally simulate on the same input:\n"
+                 "where a pod or a Run went and why, or why it waits (each queue limit, quota\n"
+                 "and node it was checked against), or what a queue holds against its limits.\n"
+                 "A bare NAME is in the default namespace. Exit 1 when the object is not in\n"
+                 "the input.\n\n" TLY_CMD_LIVE_HELP);
 }
 
 /* Splits "ns/name"; a bare name means the default namespace. */

@@ -185,7 +185,43 @@ static void print_usage_line(const tly_rs_pod_result *p, const tly_rvec *use, tl
                qtext(p->capacity->v[k].q, b));
 }
 
-static void print_queue_rows(tly_queues *qs, tly_names *names, int32_t parent, int depth)
+/*
+** Column widths follow the content (the widest cell, the header at least):
+** a long pod, queue or node name widens its column instead of pushing the
+** rest of its row out of line.
+*/
+static int widen(int w, const char *cell)
+{
+    int n = (int)strlen(cell ? cell : "-");
+    return n > w ? n : w;
+}
+
+/* NAMESPACE/NAME padded to width w, with no length limit. */
+static void print_nsname(const tly_meta *m, int w)
+{
+    int n = (int)(strlen(m->ns) + 1 + strlen(m->name));
+    printf("  %s/%s%*s", m->ns, m->name, w > n ? w - n : 0, "");
+}
+
+static int nsname_width(int w, const tly_meta *m)
+{
+    int n = (int)(strlen(m->ns) + 1 + strlen(m->name));
+    return n > w ? n : w;
+}
+
+/* The widest queue name with its indent (two spaces per level) below parent. */
+static int queue_name_width(tly_queues *qs, int32_t parent, int depth, int w)
+{
+    for (uint32_t i = 0; i < tly_queues_count(qs); i++) {
+        if (tly_queues_parent(qs, i) != parent || depth > 32)
+            continue;
+        int n = depth * 2 + (int)strlen(tly_queues_queue(qs, i)->meta.name);
+        w = queue_name_width(qs, (int32_t)i, depth + 1, n > w ? n : w);
+    }
+    return w;
+}
+
+static void print_queue_rows(tly_queues *qs, tly_names *names, int32_t parent, int depth, int w)
 {
     char u[TLY_QTY_BUFSZ], l[TLY_QTY_BUFSZ], g[TLY_QTY_BUFSZ];
     for (uint32_t i = 0; i < tly_queues_count(qs); i++) {
@@ -193,7 +229,7 @@ static void print_queue_rows(tly_queues *qs, tly_names *names, int32_t parent, i
             continue;
         const tly_queue *q = tly_queues_queue(qs, i);
         const tly_rvec *al = tly_queues_allocated(qs, i);
-        printf("  %*s%-*s cpu %s, memory %s, nvidia.com/gpu %s", depth * 2, "", 24 - depth * 2,
+        printf("  %*s%-*s cpu %s, memory %s, nvidia.com/gpu %s", depth * 2, "", w - depth * 2,
                q->meta.name, qtext(tly_rvec_get(al, TLY_R_CPU), u),
                qtext(tly_rvec_get(al, TLY_R_MEMORY), l), qtext(tly_rvec_get(al, TLY_R_NVIDIA_GPU), g));
         bool first = true;
@@ -208,7 +244,7 @@ static void print_queue_rows(tly_queues *qs, tly_names *names, int32_t parent, i
         if (tly_queues_missing_ref(qs, i))
             printf("  [AccountedResourceNotFound: %s]", tly_queues_missing_ref(qs, i));
         printf("\n");
-        print_queue_rows(qs, names, (int32_t)i, depth + 1);
+        print_queue_rows(qs, names, (int32_t)i, depth + 1, w);
     }
 }
 
@@ -216,12 +252,20 @@ static void print_pods_table(tly_podsched *ps, tly_names *names)
 {
     uint32_t np = tly_podsched_npods(ps);
     if (np) {
-        printf("Pods\n  %-40s %-14s %-14s %-12s %s\n", "NAMESPACE/NAME", "QUEUE", "STATE", "NODE", "REASON");
+        int wn = (int)strlen("NAMESPACE/NAME"), wq = 5, ws = 5, wd = 4;
         for (uint32_t i = 0; i < np; i++) {
             const tly_ps_result *r = tly_podsched_pod(ps, i);
-            char nsname[256];
-            snprintf(nsname, sizeof nsname, "%s/%s", r->pod->meta.ns, r->pod->meta.name);
-            printf("  %-40s %-14s %-14s %-12s %s\n", nsname, r->queue, r->state,
+            wn = nsname_width(wn, &r->pod->meta);
+            wq = widen(wq, r->queue);
+            ws = widen(ws, r->state);
+            wd = widen(wd, r->node);
+        }
+        printf("Pods\n  %-*s %-*s %-*s %-*s %s\n", wn, "NAMESPACE/NAME", wq, "QUEUE", ws, "STATE", wd,
+               "NODE", "REASON");
+        for (uint32_t i = 0; i < np; i++) {
+            const tly_ps_result *r = tly_podsched_pod(ps, i);
+            print_nsname(&r->pod->meta, wn);
+            printf(" %-*s %-*s %-*s %s\n", wq, r->queue ? r->queue : "-", ws, r->state, wd,
                    r->node ? r->node : "-", r->reason ? r->reason : "-");
             if (r->message)
                 printf("      %s\n", r->message);
@@ -232,7 +276,7 @@ static void print_pods_table(tly_podsched *ps, tly_names *names)
     if (tly_queues_count(qs)) {
         printf("Queues (allocated over each subtree; accounted used/limit where limited)\n");
         /* Roots, and queues whose parent is missing (they hang under no root). */
-        print_queue_rows(qs, names, -1, 0);
+        print_queue_rows(qs, names, -1, 0, queue_name_width(qs, -1, 0, 0));
         printf("\n");
     }
 }
@@ -241,14 +285,21 @@ static void print_table(tly_runsched *rs, tly_names *names)
 {
     uint32_t nr = tly_runsched_nruns(rs), np = tly_runsched_npods(rs);
     if (nr) {
-        printf("Runs\n  %-28s %-12s %-10s %-22s %s\n", "NAMESPACE/NAME", "RUNTIME", "PHASE",
-               "POD", "REASON");
+        int wn = (int)strlen("NAMESPACE/NAME"), wr = 7, wp = 5, wa = 3;
         for (uint32_t i = 0; i < nr; i++) {
             const tly_rs_run_result *r = tly_runsched_run_at(rs, i);
-            char nsname[256];
-            snprintf(nsname, sizeof nsname, "%s/%s", r->run->meta.ns, r->run->meta.name);
-            printf("  %-28s %-12s %-10s %-22s %s\n", nsname, r->run->runtime ? r->run->runtime : "-",
-                   tly_run_phase_name(r->phase), r->assigned ? r->assigned : "-",
+            wn = nsname_width(wn, &r->run->meta);
+            wr = widen(wr, r->run->runtime);
+            wp = widen(wp, tly_run_phase_name(r->phase));
+            wa = widen(wa, r->assigned);
+        }
+        printf("Runs\n  %-*s %-*s %-*s %-*s %s\n", wn, "NAMESPACE/NAME", wr, "RUNTIME", wp, "PHASE",
+               wa, "POD", "REASON");
+        for (uint32_t i = 0; i < nr; i++) {
+            const tly_rs_run_result *r = tly_runsched_run_at(rs, i);
+            print_nsname(&r->run->meta, wn);
+            printf(" %-*s %-*s %-*s %s\n", wr, r->run->runtime ? r->run->runtime : "-", wp,
+                   tly_run_phase_name(r->phase), wa, r->assigned ? r->assigned : "-",
                    r->reason ? r->reason : "-");
             if (r->message)
                 printf("      %s\n", r->message);
@@ -270,6 +321,87 @@ static void print_table(tly_runsched *rs, tly_names *names)
     }
 }
 
+/* Writes w to f, in single quotes when a shell would split or expand it. */
+static void put_word(FILE *f, const char *w)
+{
+    if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+-,") ==
+                  strlen(w)) {
+        fputs(w, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *w; w++) {
+        if (*w == '\'')
+            fputs("'\\''", f);  /* close the quotes, an escaped quote, reopen */
+        else
+            fputc(*w, f);
+    }
+    fputc('\'', f);
+}
+
+/* " PATH..." or " --kubeconfig F --context C" / " --in-cluster": where the input came from. */
+static void put_source(FILE *f, const tly_cmd_input *in)
+{
+    for (int k = 0; k < in->npaths; k++) {
+        fputc(' ', f);
+        put_word(f, in->paths[k]);
+    }
+    if (in->live.src.in_cluster)
+        fputs(" --in-cluster", f);
+    if (in->live.src.kubeconfig) {
+        fputs(" --kubeconfig ", f);
+        put_word(f, in->live.src.kubeconfig);
+    }
+    if (in->live.src.context) {
+        fputs(" --context ", f);
+        put_word(f, in->live.src.context);
+    }
+}
+
+/* At most this many explain lines; a big cluster's waiting pods are in the table. */
+#define HINTS_MAX 6
+
+/* One "tally explain SOURCE KIND NS/NAME" line, while fewer than HINTS_MAX were printed. */
+static void hint(const tly_cmd_input *in, const char *kind, const tly_meta *m, uint32_t *n)
+{
+    if ((*n)++ >= HINTS_MAX)
+        return;
+    if (*n == 1)
+        printf("Why they wait (tally explain):\n");
+    fputs("  tally explain", stdout);
+    put_source(stdout, in);
+    printf(" %s ", kind);
+    put_word(stdout, m->ns);
+    putchar('/');
+    put_word(stdout, m->name);
+    putchar('\n');
+}
+
+/*
+** The table ends by saying how to ask why: one `tally explain` line for each
+** pod that was not placed (Gated, Unschedulable, Invalid) and each Pending
+** Run, up to HINTS_MAX, then how many more there are.
+*/
+static void print_explain_hints(tly_podsched *ps, tly_runsched *rs, const tly_cmd_input *in)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < tly_podsched_npods(ps); i++) {
+        const tly_ps_result *r = tly_podsched_pod(ps, i);
+        if (!strcmp(r->state, "Gated") || !strcmp(r->state, "Unschedulable") ||
+            !strcmp(r->state, "Invalid"))
+            hint(in, "pod", &r->pod->meta, &n);
+    }
+    for (uint32_t i = 0; i < tly_runsched_nruns(rs); i++) {
+        const tly_rs_run_result *r = tly_runsched_run_at(rs, i);
+        if (r->phase == TLY_RUN_PENDING)
+            hint(in, "run", &r->run->meta, &n);
+    }
+    if (n > HINTS_MAX)
+        printf("  ... and %u more (each one as above)\n", n - HINTS_MAX);
+    if (n)
+        printf("\n");
+}
+
 /* -o html: the report (report.h), titled with the command line's paths. */
 static void print_html(tly_store *s, tly_podsched *ps, tly_runsched *rs, const tly_cmd_input *in,
                        int64_t now, bool have_clock)
@@ -279,14 +411,7 @@ static void print_html(tly_store *s, tly_podsched *ps, tly_runsched *rs, const t
     FILE *f = open_memstream(&title, &len);
     if (f) {
         fputs("tally simulate", f);
-        for (int k = 0; k < in->npaths; k++)
-            fprintf(f, " %s", in->paths[k]);
-        if (in->live.src.in_cluster)
-            fputs(" --in-cluster", f);
-        if (in->live.src.kubeconfig)
-            fprintf(f, " --kubeconfig %s", in->live.src.kubeconfig);
-        if (in->live.src.context)
-            fprintf(f, " --context %s", in->live.src.context);
+        put_source(f, in);
         fclose(f);
     }
     tly_report_html_at(stdout, s, ps, rs, f ? title : "tally simulate", now, have_clock);
@@ -382,6 +507,7 @@ static int simulate_input(const tly_cmd_input *in, const char *out, const char *
     } else {
         print_pods_table(ps, tly_store_names(s));
         print_table(rs, tly_store_names(s));
+        print_explain_hints(ps, rs, in);
     }
     tly_cmd_engines_free(&e);
     return errors ? 1 : 0;

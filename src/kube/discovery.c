@@ -4,14 +4,16 @@
 **
 ** The kinds are those of contract section 2, each with the versions tally
 ** reads, in order of preference: DRA at resource.k8s.io/v1, else v1beta2,
-** else v1beta1 (what Kubernetes 1.32 to 1.34 serve); KAI's Queue at v2,
-** PodGroup at v2alpha2, AccountedResource at v1alpha1, Config at v1;
-** kruntimes at v1alpha1. /apis lists the groups and their versions; for
-** each group tally needs, /apis/GROUP/VERSION gives the resource name (the
-** plural in paths) and whether it is namespaced. A kind whose group,
-** version or resource is not there is absent: not an error (KAI's or
-** kruntimes' CRDs may not be installed), reported once by the caller and
-** checked again later by the reflectors.
+** else v1beta1 (what Kubernetes 1.32 to 1.34 serve); KAI's Queue at v2
+** (else v1alpha1, as the seed writes it), PodGroup at v2alpha2,
+** AccountedResource at v1alpha1, Config at v1; kruntimes at v1alpha1. The
+** table is objects.c's, shared with the loader, so a live read and a file
+** read accept the same versions. /apis lists the groups and their
+** versions; for each group tally needs, /apis/GROUP/VERSION gives the
+** resource name (the plural in paths) and whether it is namespaced. A kind
+** whose group, version or resource is not there is absent: not an error
+** (KAI's or kruntimes' CRDs may not be installed), reported once by the
+** caller and checked again later by the reflectors.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,27 +24,16 @@
 #include "tally/error.h"
 #include "tally/objects.h"
 
-typedef struct {
-    int kind;
-    const char *group;
-    const char *versions[3];
-} kind_spec;
-
-static const kind_spec specs[] = {
-    {TLY_K_NAMESPACE, "", {"v1"}},
-    {TLY_K_NODE, "", {"v1"}},
-    {TLY_K_POD, "", {"v1"}},
-    {TLY_K_PRIORITY_CLASS, "scheduling.k8s.io", {"v1"}},
-    {TLY_K_CONFIG, "kai.scheduler", {"v1"}},
-    {TLY_K_QUEUE, "scheduling.run.ai", {"v2"}},
-    {TLY_K_ACCOUNTED_RESOURCE, "scheduling.run.ai", {"v1alpha1"}},
-    {TLY_K_PODGROUP, "scheduling.run.ai", {"v2alpha2"}},
-    {TLY_K_DEVICE_CLASS, "resource.k8s.io", {"v1", "v1beta2", "v1beta1"}},
-    {TLY_K_RESOURCE_SLICE, "resource.k8s.io", {"v1", "v1beta2", "v1beta1"}},
-    {TLY_K_RESOURCE_CLAIM, "resource.k8s.io", {"v1", "v1beta2", "v1beta1"}},
-    {TLY_K_RESOURCE_CLAIM_TEMPLATE, "resource.k8s.io", {"v1", "v1beta2", "v1beta1"}},
-    {TLY_K_RUNTIME, "kruntimes.io", {"v1alpha1"}},
-    {TLY_K_RUN, "kruntimes.io", {"v1alpha1"}},
+/*
+** The kinds in the order they are listed; their groups and versions are the
+** loader's (tly_kind_group, tly_kind_versions), so that live mode reads
+** exactly the versions a file may hold.
+*/
+static const int specs[] = {
+    TLY_K_NAMESPACE, TLY_K_NODE, TLY_K_POD, TLY_K_PRIORITY_CLASS, TLY_K_CONFIG,
+    TLY_K_QUEUE, TLY_K_ACCOUNTED_RESOURCE, TLY_K_PODGROUP, TLY_K_DEVICE_CLASS,
+    TLY_K_RESOURCE_SLICE, TLY_K_RESOURCE_CLAIM, TLY_K_RESOURCE_CLAIM_TEMPLATE, TLY_K_RUNTIME,
+    TLY_K_RUN,
 };
 #define NSPECS (sizeof specs / sizeof specs[0])
 
@@ -153,21 +144,20 @@ int tly_kube_discover(tly_kube *k, tly_kube_discovery **out, char *err, size_t e
     if (rc == TLY_OK && ver && str_of(ver, "gitVersion"))
         d->server_version = tly_arena_strdup(d->a, str_of(ver, "gitVersion"));
     const tly_node *apis = rc == TLY_OK ? get_json(k, "/apis", d->a, &missing, &rc, err, errlen) : NULL;
-    gv_cache cache[NSPECS * 3];
+    gv_cache cache[NSPECS * 4];
     size_t ncache = 0;
     for (size_t i = 0; rc == TLY_OK && i < NSPECS; i++) {
-        const kind_spec *sp = &specs[i];
         tly_kube_kind *kk = &d->kinds[i];
-        kk->kind = sp->kind;
-        kk->group = sp->group;
-        for (int vi = 0; vi < 3 && sp->versions[vi] && !kk->served; vi++) {
-            const char *v = sp->versions[vi];
-            if (*sp->group && !group_serves(apis, sp->group, v))
+        kk->kind = specs[i];
+        kk->group = tly_kind_group(kk->kind);
+        for (const char *const *vp = tly_kind_versions(kk->kind); *vp && !kk->served; vp++) {
+            const char *v = *vp;
+            if (*kk->group && !group_serves(apis, kk->group, v))
                 continue;
-            const tly_node *l = resources_of(k, cache, &ncache, sp->group, v, d->a, &rc, err, errlen);
+            const tly_node *l = resources_of(k, cache, &ncache, kk->group, v, d->a, &rc, err, errlen);
             if (rc != TLY_OK)
                 break;
-            if (find_resource(l, tly_kind_name(sp->kind), kk, d->a)) {
+            if (find_resource(l, tly_kind_name(kk->kind), kk, d->a)) {
                 kk->version = v;
                 kk->served = true;
             }

@@ -147,7 +147,7 @@ printf '%s\n' "$out" | grep -qxF "$tmp/krt.yaml:33:1: warning: Pod default/dra-a
 
 # Unreadable input: an error line, exit 1; no arguments: usage, exit 2.
 out=$("$TALLY" validate "$tmp/none.yaml" 2>/dev/null); rc=$?
-[ "$rc" -eq 1 ] && [[ "$out" == *"cannot read"* ]] && ok || bad "missing file: exit $rc '$out'"
+[ "$rc" -eq 1 ] && [ "$out" == "$tmp/none.yaml:0:0: error: -: -: $tmp/none.yaml does not exist (no file or directory has that name)" ] && ok || bad "missing file: exit $rc '$out'"
 "$TALLY" validate >/dev/null 2>&1; rc=$?
 [ "$rc" -eq 2 ] && ok || bad "no arguments: exit $rc, want 2"
 rm -rf "$tmp"
@@ -179,6 +179,52 @@ for f in value.json syntax.json syntax.yaml; do
 done
 want=$("$TALLY" validate "$tmp/value.json" 2>/dev/null | cut -d: -f2,3)
 [ "$want" == "6:8" ] && ok || bad "value.json: error at $want, want 6:8"
+rm -rf "$tmp"
+
+# An object of a known group at a version its server does not serve is an
+# error and is not applied (contract section 2): a Config at kai.scheduler/
+# v1alpha1 does not rename the scheduler, and a Queue at v2alpha2 does not
+# exist for the pod that names it. The served versions pass silently.
+tmp=$(mktemp -d)
+pod='apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns, labels: {kai.scheduler/queue: team-a}}
+spec:
+  schedulerName: kai-scheduler
+  containers: [{name: main, resources: {requests: {cpu: "1"}}}]'
+res='  resources:
+    cpu: {quota: -1, limit: -1}
+    memory: {quota: -1, limit: -1}
+    gpu: {quota: -1, limit: -1}'
+node='apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status:
+  allocatable: {cpu: "4", memory: 8Gi, pods: "10"}
+  conditions: [{type: Ready, status: "True"}]'
+printf '%s\n---\n%s\n---\napiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: team-a}\nspec:\n%s\n---\n' \
+  "$pod" "$node" "$res" > "$tmp/base.yaml"
+printf 'apiVersion: kai.scheduler/v1alpha1\nkind: Config\nmetadata: {name: kai-config}\nspec:\n  global: {schedulerName: other}\n' \
+  > "$tmp/config.yaml"
+# simulate's JSON on one line, single spaces: easy to match.
+flat() { tr -d '\n' | tr -s ' '; }
+"$TALLY" simulate -o json "$tmp/base.yaml" "$tmp/config.yaml" >"$tmp/out" 2>"$tmp/err"; rc=$?
+out=$(flat < "$tmp/out")
+[ "$rc" -eq 1 ] && ok || bad "Config v1alpha1: simulate exit $rc, want 1"
+[[ "$out" == *'"name": "p", "queue": "team-a", "state": "Bound",'* ]] && ok \
+  || bad "Config v1alpha1 renamed the scheduler: $out"
+grep -q 'config.yaml:1:13: error: Config kai-config: apiVersion: kai.scheduler/v1alpha1 is not a version of Config that tally reads (it reads kai.scheduler/v1)' "$tmp/err" \
+  && ok || bad "Config v1alpha1: no error on stderr: $(cat "$tmp/err")"
+sed 's|^apiVersion: scheduling.run.ai/v2$|apiVersion: scheduling.run.ai/v2alpha2|' "$tmp/base.yaml" > "$tmp/q.yaml"
+"$TALLY" simulate -o json "$tmp/q.yaml" >"$tmp/out" 2>/dev/null; rc=$?
+out=$(flat < "$tmp/out")
+[ "$rc" -eq 1 ] && [[ "$out" == *'"state": "Gated", "node": null, "reason": "QueueDoesNotExist",'* ]] && ok \
+  || bad "Queue v2alpha2 was applied: exit $rc $out"
+for v in scheduling.run.ai/v2 scheduling.run.ai/v1alpha1; do
+  sed "s|^apiVersion: scheduling.run.ai/v2\$|apiVersion: $v|" "$tmp/base.yaml" > "$tmp/ok.yaml"
+  out=$("$TALLY" validate "$tmp/ok.yaml" 2>&1); rc=$?
+  [ "$rc" -eq 0 ] && [ -z "$out" ] && ok || bad "Queue $v: exit $rc '$out'"
+done
 rm -rf "$tmp"
 
 echo "$pass passed, $fail failed"
