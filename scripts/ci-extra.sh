@@ -54,4 +54,7 @@ for mode in upsizes claims; do
   done
 done
 
+echo "== a SIGHUP reload during upsize decisions: 30 rounds of 16 (tests/live/reload_race.py) =="
+python3 tests/live/reload_race.py build/tally --rounds 30 --inflight 16
+
 echo "ci-extra: all passed"

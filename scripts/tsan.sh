@@ -22,3 +22,5 @@ echo "tsan: test_runtimed clean"
 echo "tsan: test_upsize clean"
 bash tests/cli/serve.sh build-tsan/tally
 echo "tsan: tally serve (tests/cli/serve.sh) clean"
+python3 tests/live/reload_race.py build-tsan/tally --rounds 2 --inflight 8 --pad 200000
+echo "tsan: a reload during upsize decisions (tests/live/reload_race.py) clean"

@@ -210,7 +210,8 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
         tly_resize_verdict v;
         if (ledger) {
             size_t n = 0;
-            const tly_resize_extra *extra = ledger->begin(ledger->ctx, old, &n);
+            /* From here on `state` is the one the ledger pairs with its increases (resize.h). */
+            const tly_resize_extra *extra = ledger->begin(ledger->ctx, old, &state, &n);
             tly_resize_decide_extra(state, neu, old, extra, n, &v);
             /*
             ** Reserve only for a pod the state holds: a review may name any pod,

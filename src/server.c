@@ -32,7 +32,9 @@
 **  - The state is a reference-counted store (server.h). A mutex guards only
 **    the pointer while a reference is taken; the decision itself runs with no
 **    lock (a finished store is read-only), except the upsize ledger's own
-**    lock in the reserve-upsizes mode, which makes decide-and-reserve one step.
+**    lock in the reserve-upsizes mode, which makes decide-and-reserve one step;
+**    a swap reconciles the reservations and pairs the new state with them
+**    under that lock, and a resize decision decides on the paired state.
 **  - Hostile input: the body is collected up to max_body; a Content-Length
 **    above it is answered 413 before the body is read, a chunked body that
 **    grows past it is read and dropped and then answered 413 (and the
@@ -710,6 +712,16 @@ void tly_server_set_state(tly_server *srv, tly_store *state)
     state_ref *old = srv->state;
     srv->state = r;
     pthread_mutex_unlock(&srv->state_mu);
+    /*
+    ** A decision that took the old state before the swap decides on the new
+    ** one once its ledger step begins (upsize.h tly_upsize_swap): otherwise it
+    ** would pair the old state with reservations the new one settled, and see
+    ** their room as free. Until the swap below, decisions pair the old state
+    ** with the old reservations, so the old store is released only after it.
+    */
+    tly_upsize_released rel = {0};
+    if (srv->upsize)
+        tly_upsize_swap(srv->upsize, state, &rel);
     bool reload = old != NULL;
     state_release(old);
     tly_metrics_state(srv->metrics, state);
@@ -723,8 +735,6 @@ void tly_server_set_state(tly_server *srv, tly_store *state)
     const char *kv[] = {"pods", counts, "queues", queues, "nodes", nodes};
     tly_server_log(srv, TLY_LOG_INFO, reload ? "state-reloaded" : "state-loaded", kv, 3);
     if (srv->upsize) {
-        tly_upsize_released rel;
-        tly_upsize_reconcile(srv->upsize, state, &rel);
         tly_metrics_reservations(srv->metrics, tly_upsize_count(srv->upsize));
         char f[5][24];
         snprintf(f[0], sizeof f[0], "%zu", rel.enacted);

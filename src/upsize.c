@@ -5,7 +5,9 @@
 ** of upsizes admitted in the last state refresh or TIMEOUT, a handful even
 ** on a busy cluster, so linear scans beat any index. begin() builds the
 ** extras array for the decision in a buffer owned by the ledger; it stays
-** valid until end(), which is why the lock spans both.
+** valid until end(), which is why the lock spans both. With a paired state
+** (tly_upsize_swap) begin() also hands the decision that state, read under
+** the same lock that the swap and its reconciliation take.
 */
 #include "tally/upsize.h"
 
@@ -37,6 +39,7 @@ struct tly_upsize {
     void *clock_ctx;
     reservation *v;
     size_t n, cap;
+    tly_store *paired;        /* the state decisions pair with the reservations (tly_upsize_swap), or NULL */
     tly_resize_extra *extra;  /* begin()'s answer, valid until end() */
     size_t extra_cap;
     tly_resize_ledger hooks;
@@ -112,10 +115,13 @@ static size_t expire_locked(tly_upsize *u)
     return dropped;
 }
 
-static const tly_resize_extra *ledger_begin(void *ctx, const tly_pod *old, size_t *n)
+static const tly_resize_extra *ledger_begin(void *ctx, const tly_pod *old, tly_store **state, size_t *n)
 {
     tly_upsize *u = ctx;
     pthread_mutex_lock(&u->mu);
+    /* The state the reservations were reconciled against, not the one the caller took earlier. */
+    if (u->paired)
+        *state = u->paired;
     expire_locked(u);
     if (u->extra_cap < u->n) {
         u->extra_cap = u->n * 2;
@@ -256,13 +262,12 @@ static size_t *settled(const reservation *r, const tly_store *state, tly_upsize_
     return NULL;
 }
 
-void tly_upsize_reconcile(tly_upsize *u, const tly_store *state, tly_upsize_released *out)
+/* Caller holds the lock. */
+static void reconcile_locked(tly_upsize *u, const tly_store *state, tly_upsize_released *rel)
 {
-    tly_upsize_released rel = {0};
-    pthread_mutex_lock(&u->mu);
-    rel.expired = expire_locked(u);
+    rel->expired = expire_locked(u);
     for (size_t i = 0; i < u->n;) {
-        size_t *why = settled(&u->v[i], state, &rel);
+        size_t *why = settled(&u->v[i], state, rel);
         if (why) {
             (*why)++;
             drop(u, i);
@@ -270,6 +275,30 @@ void tly_upsize_reconcile(tly_upsize *u, const tly_store *state, tly_upsize_rele
             i++;
         }
     }
+}
+
+void tly_upsize_reconcile(tly_upsize *u, const tly_store *state, tly_upsize_released *out)
+{
+    tly_upsize_released rel = {0};
+    pthread_mutex_lock(&u->mu);
+    reconcile_locked(u, state, &rel);
+    pthread_mutex_unlock(&u->mu);
+    if (out)
+        *out = rel;
+}
+
+/*
+** One step under the lock: no decision can begin() between the reservations
+** being settled by `state` and `state` becoming the one decisions read, so
+** none sees the settled increases gone while deciding on a state that does
+** not show them yet (issue 17 item 3).
+*/
+void tly_upsize_swap(tly_upsize *u, tly_store *state, tly_upsize_released *out)
+{
+    tly_upsize_released rel = {0};
+    pthread_mutex_lock(&u->mu);
+    reconcile_locked(u, state, &rel);
+    u->paired = state;
     pthread_mutex_unlock(&u->mu);
     if (out)
         *out = rel;

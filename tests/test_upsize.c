@@ -53,22 +53,29 @@ static char *pod_json(int i, const char *cpu, const char *extra_status)
     return pod_json_rv(i, cpu, extra_status, 0);
 }
 
-/* The state: the queue and NPODS pods; pod `which` (if >= 0) at cpu `cpu` with `status`. */
-static tly_store *state_with(int which, const char *cpu, const char *status, bool drop)
+/* The state: the queue and NPODS pods at 500m, but pods from..to-1 at cpu `cpu` with `status` (or absent). */
+static tly_store *state_range(int from, int to, const char *cpu, const char *status, bool drop)
 {
     size_t cap = 1 << 16;
     char *text = malloc(cap);
     size_t len = (size_t)snprintf(text, cap, "%s", queue_yaml);
     for (int i = 0; i < NPODS; i++) {
-        if (i == which && drop)
+        bool in = i >= from && i < to;
+        if (in && drop)
             continue;
-        char *p = pod_json(i, i == which ? cpu : "500m", i == which ? status : NULL);
+        char *p = pod_json(i, in ? cpu : "500m", in ? status : NULL);
         len += (size_t)snprintf(text + len, cap - len, "---\n%s\n", p);
         free(p);
     }
     tly_store *s = load_text("state", text);
     free(text);
     return s;
+}
+
+/* The state with pod `which` (if >= 0) at cpu `cpu` with `status`, or absent (drop). */
+static tly_store *state_with(int which, const char *cpu, const char *status, bool drop)
+{
+    return state_range(which, which + 1, cpu, status, drop);
 }
 
 /* A resize review of p<i>, from -> to; rv > 0: the oldObject's resourceVersion. */
@@ -365,6 +372,109 @@ static void webhook_updates(void **unused)
     tly_store_destroy(st);
 }
 
+/*
+** A reload while decisions are in flight (issue 17 item 3). Four upsizes
+** fill the queue; a state that shows them enacted is reconciled in; a
+** decision that took the old state before the reload and reaches the
+** ledger after it must not find the room free. Through
+** tly_upsize_reconcile() alone it does (the ledger no longer holds the
+** four, the old state does not show them): that was the server's sequence.
+** tly_upsize_swap() hands such a decision the new state: denied.
+*/
+static void fill_four(const tly_store *st, tly_upsize *u)
+{
+    for (int i = 0; i < 4; i++) {
+        char *b = review(i, "500m", "1", false);
+        assert_true(decide(st, tly_upsize_ledger(u), b));
+        free(b);
+    }
+    assert_int_equal(tly_upsize_count(u), 4);
+}
+
+static void reload_pairs_state_and_holds(void **unused)
+{
+    (void)unused;
+    tly_store *s0 = state_with(-1, NULL, NULL, false), *s1 = state_range(0, 4, "1", NULL, false);
+    char *b = review(4, "500m", "1", false);
+    tly_upsize_released rel;
+
+    tly_upsize *u = tly_upsize_create(60000, NULL, NULL);
+    fill_four(s0, u);
+    tly_upsize_reconcile(u, s1, &rel);
+    assert_int_equal(rel.enacted, 4);
+    assert_true(decide(s0, tly_upsize_ledger(u), b));  /* the hazard: 2.5 of 2 cores admitted */
+    tly_upsize_destroy(u);
+
+    u = tly_upsize_create(60000, NULL, NULL);
+    tly_upsize_swap(u, s0, NULL);
+    fill_four(s0, u);
+    tly_upsize_swap(u, s1, &rel);
+    assert_int_equal(rel.enacted, 4);
+    assert_int_equal(tly_upsize_count(u), 0);
+    assert_false(decide(s0, tly_upsize_ledger(u), b));  /* decided on s1, full */
+    assert_false(decide(s1, tly_upsize_ledger(u), b));
+    assert_int_equal(tly_upsize_count(u), 0);
+    tly_upsize_destroy(u);
+    free(b);
+    tly_store_destroy(s0);
+    tly_store_destroy(s1);
+}
+
+typedef struct {
+    tly_upsize *u;
+    tly_store *s1;
+    pthread_barrier_t *start;
+} swapper;
+
+static void *swap_at_start(void *arg)
+{
+    swapper *w = arg;
+    pthread_barrier_wait(w->start);
+    tly_upsize_swap(w->u, w->s1, NULL);
+    return NULL;
+}
+
+/*
+** The same with threads: 12 upsizes decided on the old state (the one they
+** took before the reload) while another thread swaps the new state in. Each
+** decision runs entirely before the swap (old state, four holds: full) or
+** after it (new state: full): none is admitted, in every round.
+*/
+static void reload_during_decisions(void **unused)
+{
+    (void)unused;
+    tly_store *s0 = state_with(-1, NULL, NULL, false), *s1 = state_range(0, 4, "1", NULL, false);
+    const char *to[NPODS];
+    for (int i = 0; i < NPODS; i++)
+        to[i] = "1";
+    for (int round = 0; round < 20; round++) {
+        tly_upsize *u = tly_upsize_create(60000, NULL, NULL);
+        tly_upsize_swap(u, s0, NULL);
+        fill_four(s0, u);
+        pthread_t th[NPODS], sw;
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, NPODS - 4 + 1);
+        job jobs[NPODS];
+        swapper w = {u, s1, &start};
+        pthread_create(&sw, NULL, swap_at_start, &w);
+        int admitted = 0;
+        for (int i = 4; i < NPODS; i++) {
+            jobs[i] = (job){s0, tly_upsize_ledger(u), &start, i, to[i], false};
+            pthread_create(&th[i], NULL, run_job, &jobs[i]);
+        }
+        for (int i = 4; i < NPODS; i++) {
+            pthread_join(th[i], NULL);
+            admitted += jobs[i].allowed;
+        }
+        pthread_join(sw, NULL);
+        pthread_barrier_destroy(&start);
+        assert_int_equal(admitted, 0);
+        tly_upsize_destroy(u);
+    }
+    tly_store_destroy(s0);
+    tly_store_destroy(s1);
+}
+
 /* ---- the shared form and live states (src/ctrl/resv.c keeps holds this way) ------ */
 
 typedef struct {
@@ -540,6 +650,8 @@ int main(void)
         cmocka_unit_test(release_on_reload),
         cmocka_unit_test(release_on_timeout),
         cmocka_unit_test(webhook_updates),
+        cmocka_unit_test(reload_pairs_state_and_holds),
+        cmocka_unit_test(reload_during_decisions),
         cmocka_unit_test(shared_form_round_trip),
         cmocka_unit_test(lagging_live_state_keeps_holds),
     };

@@ -61,11 +61,17 @@ typedef struct {
 ** called with the reviewed pod before the decision and returns the increases
 ** to add (none for that pod itself: its oldObject already carries them); it
 ** may take a lock that end() releases, so decide-and-record is atomic.
-** end() sees the verdict and whether the review was a dry run.
+** *state is the state the caller would decide against; begin() may point
+** it at another, the state its increases were last reconciled against
+** (valid until end()), so that the increases and the state the decision
+** reads are one consistent pair: a state swapped in, and the increases it
+** settles dropped, between the caller taking its state and begin() would
+** otherwise leave those increases counted by neither. end() sees the
+** verdict and whether the review was a dry run.
 */
 typedef struct {
     void *ctx;
-    const tly_resize_extra *(*begin)(void *ctx, const tly_pod *old, size_t *n);
+    const tly_resize_extra *(*begin)(void *ctx, const tly_pod *old, tly_store **state, size_t *n);
     void (*end)(void *ctx, const tly_pod *old, const tly_resize_verdict *v, bool dry_run);
 } tly_resize_ledger;
 

@@ -12,7 +12,11 @@
 ** The state is a reference-counted handle: a request takes a reference to
 ** the store that is current when its body is complete and decides against it
 ** to the end, so a swap never changes a decision half-way and the old store
-** is freed by the last request that used it. Where a state comes from (files
+** is freed by the last request that used it. With --reserve-upsizes a
+** resize decision decides instead on the state its reservations were last
+** reconciled against, handed over when it takes the ledger's lock (upsize.h
+** tly_upsize_swap): a reload between the two would otherwise pair the old
+** state with reservations the new one settled. Where a state comes from (files
 ** re-read on SIGHUP now, a watch of the API server later) is the caller's
 ** business: it builds a finished store and hands it over.
 **

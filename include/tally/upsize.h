@@ -64,6 +64,16 @@ typedef struct {
 
 /* Drops the reservations that `state` (a newer state) shows settled, and the expired ones. */
 void tly_upsize_reconcile(tly_upsize *u, const tly_store *state, tly_upsize_released *out);
+/*
+** The same, and from now on every decision through the hooks decides on
+** `state` (begin() hands it over, resize.h), in one step under the lock: a
+** decision sees the reservations and the state they were reconciled
+** against as one pair, whichever state its caller took before a swap. The
+** caller keeps `state` alive until the next swap or tly_upsize_destroy();
+** once tly_upsize_swap() returns, no decision reads the previous one.
+** For a state that replaces the served one (`tally serve --state`, SIGHUP).
+*/
+void tly_upsize_swap(tly_upsize *u, tly_store *state, tly_upsize_released *out);
 /* Drops the expired reservations; returns how many. */
 size_t tly_upsize_expire(tly_upsize *u);
 
