@@ -1228,7 +1228,8 @@ static int load_dir(tly_store *s, const char *path, size_t *nfiles)
     char **files = NULL;
     size_t n = 0, cap = 0;
     collect(s, path, &files, &n, &cap, 0);
-    qsort(files, n, sizeof *files, cmp_str);
+    if (n)  /* an empty directory has no array: qsort(NULL, 0) is undefined */
+        qsort(files, n, sizeof *files, cmp_str);
     int errors = 0;
     for (size_t i = 0; i < n; i++) {
         errors += load_file(s, files[i], READ_AUTO);
