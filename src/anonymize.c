@@ -35,11 +35,13 @@
 #include "strmap.h"
 #include "tally/error.h"
 #include "tally/json.h"
+#include "tally/labelsyntax.h"
 
 /* What a string value is (a position's role). */
 enum { R_RENAME = 0, R_KEEP, R_LABELKEY, R_SPLIT, R_CEL, R_PRIOCLASS, R_LABELVALUE };
 /* What the keys of a map are. */
-enum { K_FIELD = 0, K_LABEL, K_NAME };
+/* K_SELECTOR: matchLabels, label keys whose values are compiled as label values. */
+enum { K_FIELD = 0, K_LABEL, K_NAME, K_SELECTOR };
 
 typedef struct sch sch;
 struct sch {
@@ -76,10 +78,11 @@ static const rule rules[] = {
     {NULL, "kind", R_KEEP, 0},
     {NULL, "labels", 0, K_LABEL},
     {NULL, "annotations", 0, K_LABEL},
-    {NULL, "matchLabels", 0, K_LABEL},
+    {NULL, "matchLabels", 0, K_SELECTOR},
     {NULL, "nodeLabels", 0, K_LABEL},
     {NULL, "matchExpressions.key", R_LABELKEY, 0},
     {NULL, "matchExpressions.operator", R_KEEP, 0},
+    {NULL, "matchExpressions.values", R_LABELVALUE, 0},
     {NULL, "matchFields.key", R_KEEP, 0},
     {NULL, "matchFields.operator", R_KEEP, 0},
     {NULL, "topologyKey", R_LABELKEY, 0},
@@ -403,7 +406,9 @@ static void on_string(walk *w, const char **str, uint32_t *len, int role)
     if (role == R_CEL)
         note_cel(an, *str, *len);
     else if (role == R_LABELKEY)
-        note(an, *str, *len, label_key_kept(an, *str, *len));
+        /* An invalid key is kept: a token is always valid, and would make a Run
+           affinity that kruntimes fails to compile (labelsyntax.h) compile. */
+        note(an, *str, *len, label_key_kept(an, *str, *len) || !tly_label_key_ok(*str));
     else if (role == R_PRIOCLASS)
         note(an, *str, *len, strncmp(*str, "system-", 7) == 0);
     else if (role == R_LABELVALUE)
@@ -420,11 +425,16 @@ static void on_key(walk *w, tly_node *k, int role)
 
 static void visit(walk *w, tly_node *n, const sch *s);
 
-/* One member of a labels-like map: the value first, judged by the original key. */
-static void visit_label(walk *w, tly_node *k)
+/*
+** One member of a labels-like map: the value first, judged by the original
+** key. In a selector (matchLabels) a value that is not label syntax is kept,
+** as the selector's validity is part of the outcome.
+*/
+static void visit_label(walk *w, tly_node *k, bool selector)
 {
     if (k->type == TLY_N_STRING)
-        on_string(w, &k->str, &k->len, label_value_kept(w->an, k->key) ? R_KEEP : R_RENAME);
+        on_string(w, &k->str, &k->len,
+                  label_value_kept(w->an, k->key) ? R_KEEP : selector ? R_LABELVALUE : R_RENAME);
     else
         visit(w, k, NULL);
     on_key(w, k, R_LABELKEY);
@@ -434,8 +444,8 @@ static void visit_map(walk *w, tly_node *m, const sch *s)
 {
     int krole = s ? s->krole : K_FIELD;
     for (tly_node *k = m->kids; k; k = k->next) {
-        if (krole == K_LABEL) {
-            visit_label(w, k);
+        if (krole == K_LABEL || krole == K_SELECTOR) {
+            visit_label(w, k, krole == K_SELECTOR);
         } else if (krole == K_NAME) {
             visit(w, k, s->wild);
             on_key(w, k, R_KEEP);

@@ -140,6 +140,17 @@ static void key_problems(sbuf *b, const char *key)
         sb_problem(b, "name part " KEY_REGEX_ERR);
 }
 
+bool tly_label_key_ok(const char *key)
+{
+    const char *slash = strchr(key, '/');
+    const char *name = slash ? slash + 1 : key;
+    if (slash && (strchr(name, '/') || slash == key || slash - key > 253 ||
+                  !dns_subdomain_ok(key, (size_t)(slash - key))))
+        return false;
+    size_t n = strlen(name);
+    return n <= 63 && label_name_ok(name, n);
+}
+
 const char *tly_label_key_problems(tly_arena *a, const char *key)
 {
     sbuf b;

@@ -1031,7 +1031,12 @@ static void test_runtime_capacity_resources_are_read(void **state)
                         "    resources:\n"
                         "      runs: \"4\"\n"
                         "      example.com/gpu: 1\n");
-    assert_no_diags(s);
+    /* Read, with one warning: a name with '/' cannot be projected to a Pod annotation. */
+    assert_int_equal(ndiags(s, TLY_SEV_ERROR), 0);
+    assert_int_equal(ndiags(s, TLY_SEV_WARNING), 1);
+    const tly_diag *w = tly_diags_get(tly_store_diags(s), 0);
+    assert_string_equal(w->field, "spec.capacity.resources.example.com/gpu");
+    assert_non_null(strstr(w->msg, "cannot be projected to a Pod annotation"));
     tly_runtime *rt = tly_store_find(s, TLY_K_RUNTIME, "ml", "python");
     assert_non_null(rt);
     assert_string_equal(qstr(tly_rlist_get(&rt->capacity, TLY_R_RUNS, NULL)), "4");

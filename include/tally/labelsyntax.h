@@ -19,6 +19,8 @@
 #ifndef TALLY_LABELSYNTAX_H
 #define TALLY_LABELSYNTAX_H
 
+#include <stdbool.h>
+
 #include "tally/arena.h"
 #include "tally/node.h"
 
@@ -28,6 +30,9 @@
 ** by "; " as apimachinery joins them; NULL when valid.
 */
 const char *tly_label_key_problems(tly_arena *a, const char *key);
+
+/* The same test without the messages: whether key is a label key. */
+bool tly_label_key_ok(const char *key);
 
 /*
 ** Why key is not a valid annotation key: the label key rule applied to the

@@ -60,6 +60,18 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 
+# runtimed's heartbeat: every 5 s it sets its Pod's RuntimedReady lastProbeTime, which the scheduler
+# wants at most 15 s old. The test plays it once the server is up and again before a Run ends, so
+# that a slow start under load cannot leave the seeded heartbeats stale.
+heartbeat() {
+  local now
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  k get pods -l runtime=python -o json | jq -c --arg now "$now" '{objects: [.items[]
+    | .status.conditions |= map(if .type == "kruntimes.io/RuntimedReady" then .lastProbeTime = $now else . end)]}' \
+    | curl -sf --cacert "$API_CA" -X POST -H 'Content-Type: application/json' "$API_URL/_test/put" -d @- >/dev/null
+}
+heartbeat || bad "the heartbeat could not be written"
+
 run() { k get runs.kruntimes.io "$1" -o json; }
 field() { run "$1" | jq -r "$2"; }
 until_phase() { for _ in $(seq 60); do [ "$(field "$1" .status.phase)" = "$2" ] && return 0; sleep 0.1; done; return 1; }
@@ -122,6 +134,8 @@ out=$(claim lost)
 [ $? -ne 0 ] && echo "$out" | grep -q 'Pod no-such-pod is not in namespace default' && ok || bad "a claim on an unknown Pod: $out"
 k patch runs.kruntimes.io etl-hourly-1100 --subresource status --type merge -p '{"status":{"message":"hello"}}' >/dev/null 2>&1 \
   && ok || bad "an update that is not a claim must pass"
+
+heartbeat && ok || bad "the heartbeat could not be written"
 
 # A Run ends: its Pod is free, and the waiting GPU Run is bound there.
 for _ in 1 2 3; do
