@@ -31,9 +31,20 @@ run --mode upsizes --replicas 2 --rounds 6 --faults
 run --mode claims --replicas 2 --rounds 3
 runs=2
 # The previous design runs the same C code: the sanitizer suite (TALLY_SANITIZED=1) leaves it out.
+# That over-admission needs the two replicas' decisions to overlap, which a machine loaded by
+# other work can prevent in a round or two: the check is that it happens in some round of up to
+# three tries of 2 rounds each (it does in the first round when the machine is idle).
 if [ -z "${TALLY_SANITIZED:-}" ]; then
-  run --mode upsizes --replicas 2 --rounds 2 --stall 1 --local
   runs=3
+  for try in 1 2 3; do
+    if out=$(timeout 300 python3 tests/live/reserve_race.py "$TALLY" --mode upsizes --replicas 2 --rounds 2 \
+               --stall 1 --local 2>&1); then
+      echo "$out" | tail -1
+      break
+    fi
+    echo "reservations.sh: the previous design did not over-admit in try $try"
+    [ "$try" = 3 ] && { echo "$out" | tail -20; echo "FAIL: reserve_race.py --local never over-admitted"; fail=$((fail + 1)); }
+  done
 fi
 echo "reservations.sh: $((runs - fail)) passed, $fail failed"
 [ $fail -eq 0 ]
