@@ -40,6 +40,7 @@
 #include "strmap.h"
 #include "tally/decode.h"
 #include "tally/error.h"
+#include "tally/crd.h"
 #include "tally/kaisnap.h"
 
 /* ---- the kind table ------------------------------------------------------ */
@@ -579,6 +580,14 @@ static void handle_object(loader *L, const tly_node *root)
         return;
     }
     tly_store *s = L->s;
+    if (s->crds) {
+        if (tly_crd_is_crd(root)) {
+            tly_crdset_add(s->crds, root, L->file, s->diags);
+            s->crds_read++;
+            return;
+        }
+        tly_crdset_keep(s->crds, root, L->file);
+    }
     tly_decode_env env = {.arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file};
     int errors = 0;
     tly_meta *m = tly_decode_object(&env, root, &errors);
@@ -1243,7 +1252,7 @@ static int load_dir(tly_store *s, const char *path, size_t *nfiles)
 /* Every object the store holds, of all kinds. */
 static uint64_t objects_held(const tly_store *s)
 {
-    uint64_t n = 0;
+    uint64_t n = s->crds_read;
     for (int k = 0; k < TLY_K_COUNT; k++)
         n += tly_store_count(s, k);
     return n;

@@ -421,6 +421,8 @@ const char *tly_store_scheduler_name(const tly_store *s)
     return DEFAULT_SCHEDULER;
 }
 
+void tly_store_set_crds(tly_store *s, struct tly_crdset *crds) { s->crds = crds; }
+
 void tly_store_set_snapshot_params(tly_store *s, const char *scheduler_name, const char *queue_label_key)
 {
     if (scheduler_name)

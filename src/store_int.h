@@ -37,6 +37,8 @@ struct tly_store {
     /* A KAI snapshot's schedulerParams (kaisnap.h): used where a Config would be, below it. */
     const char *snap_scheduler_name, *snap_queue_label_key;
     const tly_config *config;
+    struct tly_crdset *crds;      /* tly_store_set_crds(), or NULL */
+    uint64_t crds_read;           /* CustomResourceDefinitions read into crds */
     int64_t clock;                /* tly_store_set_clock(), or TLY_NO_TIME */
     bool finished;
     uint8_t indexed;              /* the indexes below are built (atomic for views) */

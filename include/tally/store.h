@@ -140,6 +140,14 @@ int tly_store_gating_mode(const tly_store *s);
 */
 const char *tly_store_pod_queue(const tly_store *s, const tly_pod *p, const tly_podgroup **pg);
 /*
+** While loading: read CustomResourceDefinitions into crds (crd.h) and keep a
+** copy of every object a CRD may define, for `validate` (NULL: neither; the
+** store does not own crds).
+*/
+struct tly_crdset;
+void tly_store_set_crds(tly_store *s, struct tly_crdset *crds);
+
+/*
 ** Whether tally places this pod: its schedulerName is tally's, and it is not
 ** one of KAI's GPU-sharing reservation pods, which KAI's binder creates on a
 ** node for each shared device and no queue is charged for.

@@ -42,6 +42,8 @@ tly_store *tly_cmd_load_input(const char *cmd, const tly_cmd_input *in, const ch
         tly_store_set_scheduler_name(s, scheduler_name);
     if (in->gating)
         tly_store_set_gating_mode(s, tly_gating_mode_parse(in->gating));
+    if (in->crds)
+        tly_store_set_crds(s, in->crds);
     if (!in->live.set) {
         int e = 0;
         for (int i = 0; i < in->npaths; i++)

@@ -25,6 +25,7 @@ typedef struct {
     char **paths;
     tly_cmd_live live;
     const char *gating;   /* --queue-admission-gating all|opt-in|off, or NULL */
+    struct tly_crdset *crds; /* validate: CRDs and the objects they define (crd.h), or NULL */
 } tly_cmd_input;
 
 /*

@@ -12,6 +12,7 @@
 
 #include "cmd.h"
 #include "common.h"
+#include "tally/crd.h"
 #include "tally/validate.h"
 
 static void usage(FILE *out)
@@ -52,10 +53,15 @@ int tly_cmd_validate(int argc, char **argv)
     in.npaths = argc - first;
     in.paths = argv + first;
     int errors;
+    in.crds = tly_crdset_create();
     tly_store *s = tly_cmd_load_input("validate", &in, NULL, &errors);
-    if (!s)
+    if (!s) {
+        tly_crdset_destroy(in.crds);
         return 1;
+    }
     tly_diags *d = tly_store_diags(s);
+    tly_crdset_check(in.crds, d);
+    tly_crdset_destroy(in.crds);
     tly_validate_store(s, d, false);
     tly_diags_sort(d);
     tly_cmd_print_sev(s, TLY_SEV_NOTE);

@@ -1,0 +1,597 @@
+/*
+** crd.c: objects checked against the CustomResourceDefinitions of the input
+** (crd.h has the rules).
+**
+** The set owns one arena: the CRDs' schemas and the kept objects are deep
+** copies of the loader's trees, which live only while one object is decoded.
+** Checking walks an object and its schema together, with the field path in a
+** buffer (as the decoders' paths read: spec.sources[0].match), and reports
+** through the store's diagnostics, so `validate` prints and sorts these
+** problems with every other. Messages follow the API server's wording where
+** users know it (Required value, Unsupported value, unknown field "...").
+*/
+#include "tally/crd.h"
+
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tally/arena.h"
+#include "tally/decode.h"
+#include "tally/error.h"
+
+typedef struct {
+    const char *name;
+    bool served;
+    const tly_node *schema;  /* openAPIV3Schema, or NULL */
+} crd_version;
+
+typedef struct {
+    const char *group, *kind;
+    crd_version *v;
+    uint32_t nv;
+} crd;
+
+typedef struct {
+    const tly_node *root;
+    const char *file;
+} kept;
+
+struct tly_crdset {
+    tly_arena *a;
+    crd *crds;
+    uint32_t ncrds, capcrds;
+    kept *objs;
+    uint32_t nobjs, capobjs;
+};
+
+tly_crdset *tly_crdset_create(void)
+{
+    tly_crdset *c = tly_xcalloc(1, sizeof *c);
+    c->a = tly_arena_create(64 * 1024);
+    return c;
+}
+
+void tly_crdset_destroy(tly_crdset *c)
+{
+    if (!c)
+        return;
+    tly_arena_destroy(c->a);
+    free(c->crds);
+    free(c->objs);
+    free(c);
+}
+
+/* ---- trees --------------------------------------------------------------- */
+
+static tly_node *copy_tree(tly_arena *a, const tly_node *n)
+{
+    tly_node *m = tly_arena_alloc(a, sizeof *m);
+    *m = *n;
+    m->key = n->key ? tly_arena_strdup(a, n->key) : NULL;
+    m->str = n->str ? tly_arena_strdup(a, n->str) : NULL;
+    tly_node **tail = &m->kids;
+    for (const tly_node *k = n->kids; k; k = k->next) {
+        *tail = copy_tree(a, k);
+        tail = &(*tail)->next;
+    }
+    *tail = NULL;
+    m->next = NULL;
+    return m;
+}
+
+/* A member that is present and not null. */
+static const tly_node *get(const tly_node *map, const char *key)
+{
+    const tly_node *n = map && map->type == TLY_N_MAP ? tly_node_get(map, key) : NULL;
+    return n && n->type != TLY_N_NULL ? n : NULL;
+}
+
+static const char *get_str(const tly_node *map, const char *key)
+{
+    const tly_node *n = get(map, key);
+    return n && n->type == TLY_N_STRING ? n->str : NULL;
+}
+
+static bool get_bool(const tly_node *map, const char *key)
+{
+    const tly_node *n = get(map, key);
+    return n && n->type == TLY_N_BOOL && n->bval;
+}
+
+/* The group of an apiVersion ("" for the core group) into buf; the version after it. */
+static const char *split_version(const char *api_version, char *group, size_t len)
+{
+    const char *slash = strchr(api_version, '/');
+    size_t g = slash ? (size_t)(slash - api_version) : 0;
+    if (g >= len)
+        g = len - 1;
+    memcpy(group, api_version, g);
+    group[g] = 0;
+    return slash ? slash + 1 : api_version;
+}
+
+bool tly_crd_is_crd(const tly_node *root)
+{
+    const char *av = get_str(root, "apiVersion"), *k = get_str(root, "kind");
+    return av && k && !strcmp(av, "apiextensions.k8s.io/v1") && !strcmp(k, "CustomResourceDefinition");
+}
+
+/* ---- reading CRDs -------------------------------------------------------- */
+
+/* How many x-kubernetes-validations rules the schema holds, at any depth. */
+static uint32_t count_rules(const tly_node *n)
+{
+    uint32_t c = 0;
+    for (const tly_node *k = n ? n->kids : NULL; k; k = k->next) {
+        if (k->key && !strcmp(k->key, "x-kubernetes-validations") && k->type == TLY_N_SEQ)
+            c += k->nkids;
+        c += count_rules(k);
+    }
+    return c;
+}
+
+void tly_crdset_add(tly_crdset *c, const tly_node *root, const char *file, tly_diags *d)
+{
+    const tly_node *spec = get(root, "spec"), *names = get(spec, "names"), *vs = get(spec, "versions");
+    const char *group = get_str(spec, "group"), *kind = get_str(names, "kind");
+    const char *name = get_str(get(root, "metadata"), "name");
+    if (!group || !kind || !vs || vs->type != TLY_N_SEQ) {
+        tly_diags_add(d, TLY_SEV_WARNING, file, root->line, root->col, "CustomResourceDefinition",
+                      name ? name : "-", "spec",
+                      "needs spec.group, spec.names.kind and spec.versions to check objects against it");
+        return;
+    }
+    if (c->ncrds == c->capcrds) {
+        c->capcrds = c->capcrds ? 2 * c->capcrds : 8;
+        c->crds = tly_xrealloc(c->crds, c->capcrds * sizeof *c->crds);
+    }
+    crd *x = &c->crds[c->ncrds++];
+    x->group = tly_arena_strdup(c->a, group);
+    x->kind = tly_arena_strdup(c->a, kind);
+    x->v = tly_arena_zalloc(c->a, (vs->nkids + 1) * sizeof *x->v);
+    x->nv = 0;
+    uint32_t rules = 0;
+    for (const tly_node *it = vs->kids; it; it = it->next) {
+        const char *vn = get_str(it, "name");
+        if (!vn)
+            continue;
+        const tly_node *schema = get(get(it, "schema"), "openAPIV3Schema");
+        rules += count_rules(schema);
+        x->v[x->nv++] = (crd_version){tly_arena_strdup(c->a, vn), get_bool(it, "served"),
+                                      schema ? copy_tree(c->a, schema) : NULL};
+    }
+    if (rules)
+        tly_diags_add(d, TLY_SEV_WARNING, file, root->line, root->col, "CustomResourceDefinition",
+                      name ? name : "-", "spec.versions",
+                      "%u x-kubernetes-validations (CEL) rule%s not evaluated: tally checks %s objects "
+                      "against the schema, not against %s",
+                      rules, rules == 1 ? " is" : "s are", kind, rules == 1 ? "this rule" : "these rules");
+}
+
+/* Groups of Kubernetes itself: never defined by a CRD of the input. */
+static bool builtin_group(const char *g)
+{
+    size_t n = strlen(g);
+    return !*g || !strchr(g, '.') || (n >= 7 && !strcmp(g + n - 7, ".k8s.io"));
+}
+
+void tly_crdset_keep(tly_crdset *c, const tly_node *root, const char *file)
+{
+    const char *av = get_str(root, "apiVersion");
+    char group[256];
+    if (!av || !get_str(root, "kind"))
+        return;
+    split_version(av, group, sizeof group);
+    if (builtin_group(group))
+        return;
+    if (c->nobjs == c->capobjs) {
+        c->capobjs = c->capobjs ? 2 * c->capobjs : 64;
+        c->objs = tly_xrealloc(c->objs, c->capobjs * sizeof *c->objs);
+    }
+    c->objs[c->nobjs++] = (kept){copy_tree(c->a, root), tly_arena_strdup(c->a, file)};
+}
+
+/* ---- checking ------------------------------------------------------------ */
+
+typedef struct {
+    tly_diags *d;
+    const char *file, *kind, *name;
+    char path[1024];
+    size_t plen;
+    unsigned quiet;      /* > 0 inside anyOf: count, do not report */
+    unsigned failures;   /* problems found (reported or not) */
+} vctx;
+
+static size_t push_key(vctx *v, const char *key)
+{
+    size_t mark = v->plen;
+    int n = snprintf(v->path + v->plen, sizeof v->path - v->plen, "%s%s", v->plen ? "." : "", key);
+    if (n > 0 && v->plen + (size_t)n < sizeof v->path)
+        v->plen += (size_t)n;
+    return mark;
+}
+
+static size_t push_idx(vctx *v, uint32_t i)
+{
+    size_t mark = v->plen;
+    int n = snprintf(v->path + v->plen, sizeof v->path - v->plen, "[%u]", i);
+    if (n > 0 && v->plen + (size_t)n < sizeof v->path)
+        v->plen += (size_t)n;
+    return mark;
+}
+
+static void pop(vctx *v, size_t mark)
+{
+    v->plen = mark;
+    v->path[mark] = 0;
+}
+
+static void problem(vctx *v, const tly_node *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void problem(vctx *v, const tly_node *at, const char *fmt, ...)
+{
+    v->failures++;
+    if (v->quiet)
+        return;
+    uint32_t line = at->key ? at->kline : at->line, col = at->key ? at->kcol : at->col;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tly_diags_add(v->d, TLY_SEV_ERROR, v->file, line, col, v->kind, v->name, v->plen ? v->path : "-", "%s", msg);
+}
+
+static void check(vctx *v, const tly_node *val, const tly_node *s, bool root);
+
+static const char *value_type(const tly_node *n)
+{
+    switch (n->type) {
+    case TLY_N_BOOL: return "boolean";
+    case TLY_N_INT: return "integer";
+    case TLY_N_FLOAT: return "number";
+    case TLY_N_STRING: return "string";
+    case TLY_N_MAP: return "object";
+    case TLY_N_SEQ: return "array";
+    default: return "null";
+    }
+}
+
+/* Whether val has schema type t (integer is a number too). */
+static bool type_ok(const tly_node *val, const char *t)
+{
+    const char *vt = value_type(val);
+    return !strcmp(vt, t) || (!strcmp(t, "number") && !strcmp(vt, "integer"));
+}
+
+/* A short quoted form of a scalar for messages. */
+static const char *shown(const tly_node *val, char *buf, size_t len)
+{
+    if (val->type == TLY_N_STRING)
+        snprintf(buf, len, "\"%.200s\"", val->str);
+    else if (val->type == TLY_N_BOOL)
+        snprintf(buf, len, "%s", val->bval ? "true" : "false");
+    else if (val->str)
+        snprintf(buf, len, "%.200s", val->str);
+    else
+        snprintf(buf, len, "%s", value_type(val));
+    return buf;
+}
+
+/* Two values equal as JSON values (numbers by value). */
+static bool same_value(const tly_node *a, const tly_node *b)
+{
+    bool an = a->type == TLY_N_INT || a->type == TLY_N_FLOAT, bn = b->type == TLY_N_INT || b->type == TLY_N_FLOAT;
+    if (an && bn)
+        return strtod(a->str, NULL) == strtod(b->str, NULL);
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case TLY_N_BOOL: return a->bval == b->bval;
+    case TLY_N_STRING: return !strcmp(a->str, b->str);
+    case TLY_N_NULL: return true;
+    case TLY_N_MAP:
+        if (a->nkids != b->nkids)
+            return false;
+        for (const tly_node *k = a->kids; k; k = k->next) {
+            const tly_node *o = tly_node_get(b, k->key);
+            if (!o || !same_value(k, o))
+                return false;
+        }
+        return true;
+    case TLY_N_SEQ: {
+        if (a->nkids != b->nkids)
+            return false;
+        const tly_node *y = b->kids;
+        for (const tly_node *x = a->kids; x; x = x->next, y = y->next)
+            if (!same_value(x, y))
+                return false;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+/* The pattern as POSIX extended syntax: \d \w \s become classes. NULL when it cannot be. */
+static char *posix_pattern(const char *p)
+{
+    size_t n = strlen(p);
+    char *out = tly_xmalloc(n * 12 + 1), *w = out;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\\' && i + 1 < n) {
+            const char *cls = NULL;
+            switch (p[i + 1]) {
+            case 'd': cls = "[0-9]"; break;
+            case 'D': cls = "[^0-9]"; break;
+            case 'w': cls = "[A-Za-z0-9_]"; break;
+            case 's': cls = "[[:space:]]"; break;
+            default: break;
+            }
+            if (cls) {
+                w += sprintf(w, "%s", cls);
+                i++;
+                continue;
+            }
+            *w++ = p[i++];
+            *w++ = p[i];
+            continue;
+        }
+        if (p[i] == '(' && i + 1 < n && p[i + 1] == '?') {
+            free(out);
+            return NULL;  /* (?:...) and lookarounds are not POSIX */
+        }
+        *w++ = p[i];
+    }
+    *w = 0;
+    return out;
+}
+
+static void check_pattern(vctx *v, const tly_node *val, const char *pat)
+{
+    char *px = posix_pattern(pat);
+    regex_t re;
+    if (!px || regcomp(&re, px, REG_EXTENDED | REG_NOSUB) != 0) {
+        if (!v->quiet)
+            tly_diags_add(v->d, TLY_SEV_WARNING, v->file, val->key ? val->kline : val->line,
+                          val->key ? val->kcol : val->col, v->kind, v->name, v->path,
+                          "pattern '%s' not evaluated: tally cannot compile it", pat);
+        free(px);
+        return;
+    }
+    if (regexec(&re, val->str, 0, NULL, 0) != 0)
+        problem(v, val, "Invalid value: \"%.200s\": should match '%s'", val->str, pat);
+    regfree(&re);
+    free(px);
+}
+
+/* Characters (code points) of a UTF-8 string. */
+static size_t chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static bool num_of(const tly_node *n, double *out)
+{
+    if (!n || (n->type != TLY_N_INT && n->type != TLY_N_FLOAT))
+        return false;
+    *out = strtod(n->str, NULL);
+    return true;
+}
+
+static void check_string(vctx *v, const tly_node *val, const tly_node *s)
+{
+    const char *pat = get_str(s, "pattern"), *fmt = get_str(s, "format");
+    double lim;
+    if (pat)
+        check_pattern(v, val, pat);
+    if (num_of(get(s, "minLength"), &lim) && (double)chars(val->str) < lim)
+        problem(v, val, "Invalid value: \"%.200s\": should be at least %.0f chars long", val->str, lim);
+    if (num_of(get(s, "maxLength"), &lim) && (double)chars(val->str) > lim)
+        problem(v, val, "Too long: may not be more than %.0f bytes", lim);
+    int64_t t;
+    if (fmt && !strcmp(fmt, "date-time") && !tly_parse_time(val->str, &t))
+        problem(v, val, "Invalid value: \"%.200s\": must be an RFC 3339 date-time", val->str);
+}
+
+static void check_number(vctx *v, const tly_node *val, const tly_node *s)
+{
+    double x = strtod(val->str, NULL), lim;
+    const char *fmt = get_str(s, "format");
+    if (num_of(get(s, "minimum"), &lim) &&
+        (get_bool(s, "exclusiveMinimum") ? x <= lim : x < lim))
+        problem(v, val, "Invalid value: %s: should be greater than %s%g", val->str,
+                get_bool(s, "exclusiveMinimum") ? "" : "or equal to ", lim);
+    if (num_of(get(s, "maximum"), &lim) &&
+        (get_bool(s, "exclusiveMaximum") ? x >= lim : x > lim))
+        problem(v, val, "Invalid value: %s: should be less than %s%g", val->str,
+                get_bool(s, "exclusiveMaximum") ? "" : "or equal to ", lim);
+    if (fmt && val->type == TLY_N_INT) {
+        errno = 0;
+        long long i = strtoll(val->str, NULL, 10);
+        bool big = errno == ERANGE;
+        if ((!strcmp(fmt, "int32") && (big || i < INT32_MIN || i > INT32_MAX)) ||
+            (!strcmp(fmt, "int64") && big))
+            problem(v, val, "Invalid value: %s: does not fit in %s", val->str, fmt);
+    }
+}
+
+static void check_enum(vctx *v, const tly_node *val, const tly_node *en)
+{
+    for (const tly_node *e = en->kids; e; e = e->next)
+        if (same_value(val, e))
+            return;
+    char list[512] = "", one[220], b[220];
+    size_t len = 0;
+    for (const tly_node *e = en->kids; e && len < sizeof list - 1; e = e->next)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", shown(e, one, sizeof one));
+    problem(v, val, "Unsupported value: %s: supported values: %s", shown(val, b, sizeof b), list);
+}
+
+/* An object's members against properties, additionalProperties and the unknown-field rule. */
+static void check_members(vctx *v, const tly_node *val, const tly_node *s, bool root)
+{
+    const tly_node *props = get(s, "properties"), *addl = get(s, "additionalProperties");
+    bool preserve = get_bool(s, "x-kubernetes-preserve-unknown-fields");
+    for (const tly_node *m = val->kids; m; m = m->next) {
+        if (root && (!strcmp(m->key, "apiVersion") || !strcmp(m->key, "kind") || !strcmp(m->key, "metadata")))
+            continue;
+        const tly_node *ps = props ? get(props, m->key) : NULL;
+        size_t mark = push_key(v, m->key);
+        if (ps)
+            check(v, m, ps, false);
+        else if (addl && addl->type == TLY_N_MAP)
+            check(v, m, addl, false);
+        else if (!preserve && !(addl && addl->type == TLY_N_BOOL && addl->bval))
+            problem(v, m, "unknown field \"%s\"", v->path);
+        pop(v, mark);
+    }
+    const tly_node *req = get(s, "required");
+    for (const tly_node *r = req && req->type == TLY_N_SEQ ? req->kids : NULL; r; r = r->next) {
+        if (r->type != TLY_N_STRING || get(val, r->str))
+            continue;
+        size_t mark = push_key(v, r->str);
+        problem(v, val, "Required value");
+        pop(v, mark);
+    }
+    double lim;
+    if (num_of(get(s, "minProperties"), &lim) && val->nkids < lim)
+        problem(v, val, "Invalid value: should have at least %.0f properties", lim);
+    if (num_of(get(s, "maxProperties"), &lim) && val->nkids > lim)
+        problem(v, val, "Too many: %u: must have at most %.0f items", val->nkids, lim);
+}
+
+/* Whether items a and b have equal values at every list-map key. */
+static bool same_keys(const tly_node *a, const tly_node *b, const tly_node *keys)
+{
+    for (const tly_node *k = keys->kids; k; k = k->next) {
+        if (k->type != TLY_N_STRING)
+            continue;
+        const tly_node *x = get(a, k->str), *y = get(b, k->str);
+        if (!x != !y || (x && !same_value(x, y)))
+            return false;
+    }
+    return true;
+}
+
+static void check_items(vctx *v, const tly_node *val, const tly_node *s)
+{
+    const tly_node *items = get(s, "items");
+    const char *lt = get_str(s, "x-kubernetes-list-type");
+    const tly_node *keys = get(s, "x-kubernetes-list-map-keys");
+    uint32_t i = 0;
+    for (const tly_node *it = val->kids; it; it = it->next, i++) {
+        size_t mark = push_idx(v, i);
+        if (items)
+            check(v, it, items, false);
+        for (const tly_node *prev = val->kids; lt && prev != it; prev = prev->next) {
+            bool dup = !strcmp(lt, "set") ? same_value(prev, it)
+                     : !strcmp(lt, "map") && keys && keys->type == TLY_N_SEQ && same_keys(prev, it, keys);
+            if (dup) {
+                char b[220];
+                problem(v, it, "Duplicate value: %s", it->type == TLY_N_MAP ? "an item with the same keys" : shown(it, b, sizeof b));
+                break;
+            }
+        }
+        pop(v, mark);
+    }
+    double lim;
+    if (num_of(get(s, "minItems"), &lim) && val->nkids < lim)
+        problem(v, val, "Invalid value: should have at least %.0f items", lim);
+    if (num_of(get(s, "maxItems"), &lim) && val->nkids > lim)
+        problem(v, val, "Too many: %u: must have at most %.0f items", val->nkids, lim);
+}
+
+/* anyOf: at least one branch holds (each tried quietly). */
+static void check_any_of(vctx *v, const tly_node *val, const tly_node *any)
+{
+    for (const tly_node *b = any->kids; b; b = b->next) {
+        unsigned before = v->failures;
+        v->quiet++;
+        check(v, val, b, false);
+        v->quiet--;
+        bool held = v->failures == before;
+        v->failures = before;
+        if (held)
+            return;
+    }
+    char b[220];
+    problem(v, val, "Invalid value: %s: must match at least one schema of anyOf", shown(val, b, sizeof b));
+}
+
+static void check(vctx *v, const tly_node *val, const tly_node *s, bool root)
+{
+    if (val->type == TLY_N_NULL)
+        return;  /* pruned by the API server where not nullable; nothing to check where it is */
+    const char *t = get_str(s, "type");
+    if (get_bool(s, "x-kubernetes-int-or-string")) {
+        if (val->type != TLY_N_INT && val->type != TLY_N_STRING) {
+            problem(v, val, "Invalid value: must be an integer or a string, not %s", value_type(val));
+            return;
+        }
+    } else if (t && !type_ok(val, t)) {
+        char b[220];
+        problem(v, val, "Invalid value: %s: must be of type %s, not %s", shown(val, b, sizeof b), t, value_type(val));
+        return;
+    }
+    const tly_node *en = get(s, "enum"), *any = get(s, "anyOf");
+    if (en && en->type == TLY_N_SEQ)
+        check_enum(v, val, en);
+    if (any && any->type == TLY_N_SEQ)
+        check_any_of(v, val, any);
+    switch (val->type) {
+    case TLY_N_MAP: check_members(v, val, s, root); break;
+    case TLY_N_SEQ: check_items(v, val, s); break;
+    case TLY_N_STRING: check_string(v, val, s); break;
+    case TLY_N_INT:
+    case TLY_N_FLOAT: check_number(v, val, s); break;
+    default: break;
+    }
+}
+
+static const crd *find_crd(const tly_crdset *c, const char *group, const char *kind)
+{
+    for (uint32_t i = c->ncrds; i-- > 0;)  /* the later definition wins, as a later apply would */
+        if (!strcmp(c->crds[i].group, group) && !strcmp(c->crds[i].kind, kind))
+            return &c->crds[i];
+    return NULL;
+}
+
+/* One kept object against its CRD, if the set has one. */
+static void check_object(const tly_crdset *c, const kept *o, tly_diags *d)
+{
+    const char *av = get_str(o->root, "apiVersion"), *kind = get_str(o->root, "kind");
+    char group[256];
+    const char *version = split_version(av, group, sizeof group);
+    const crd *x = find_crd(c, group, kind);
+    if (!x)
+        return;
+    const tly_node *md = get(o->root, "metadata");
+    const char *ns = get_str(md, "namespace"), *name = get_str(md, "name");
+    char full[512];
+    snprintf(full, sizeof full, "%s%s%s", ns ? ns : "", ns ? "/" : "", name ? name : "-");
+    vctx v = {.d = d, .file = o->file, .kind = kind, .name = full};
+    const crd_version *ver = NULL;
+    for (uint32_t i = 0; i < x->nv; i++)
+        if (!strcmp(x->v[i].name, version))
+            ver = &x->v[i];
+    const tly_node *avn = get(o->root, "apiVersion");
+    if (!ver || !ver->served) {
+        push_key(&v, "apiVersion");
+        problem(&v, avn, "the CustomResourceDefinition of %s in the input %s version %s", kind,
+                ver ? "does not serve" : "has no", version);
+        return;
+    }
+    if (ver->schema)
+        check(&v, o->root, ver->schema, true);
+}
+
+void tly_crdset_check(tly_crdset *c, tly_diags *d)
+{
+    for (uint32_t i = 0; i < c->nobjs; i++)
+        check_object(c, &c->objs[i], d);
+}
