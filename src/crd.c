@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "tally/arena.h"
+#include "tally/cel.h"
 #include "tally/decode.h"
 #include "tally/error.h"
 
@@ -45,6 +46,8 @@ struct tly_crdset {
     uint32_t ncrds, capcrds;
     kept *objs;
     uint32_t nobjs, capobjs;
+    const tly_node **warned;   /* rules reported as not evaluated (once each) */
+    uint32_t nwarned, capwarned;
 };
 
 tly_crdset *tly_crdset_create(void)
@@ -61,6 +64,7 @@ void tly_crdset_destroy(tly_crdset *c)
     tly_arena_destroy(c->a);
     free(c->crds);
     free(c->objs);
+    free(c->warned);
     free(c);
 }
 
@@ -121,18 +125,6 @@ bool tly_crd_is_crd(const tly_node *root)
 
 /* ---- reading CRDs -------------------------------------------------------- */
 
-/* How many x-kubernetes-validations rules the schema holds, at any depth. */
-static uint32_t count_rules(const tly_node *n)
-{
-    uint32_t c = 0;
-    for (const tly_node *k = n ? n->kids : NULL; k; k = k->next) {
-        if (k->key && !strcmp(k->key, "x-kubernetes-validations") && k->type == TLY_N_SEQ)
-            c += k->nkids;
-        c += count_rules(k);
-    }
-    return c;
-}
-
 void tly_crdset_add(tly_crdset *c, const tly_node *root, const char *file, tly_diags *d)
 {
     const tly_node *spec = get(root, "spec"), *names = get(spec, "names"), *vs = get(spec, "versions");
@@ -153,22 +145,14 @@ void tly_crdset_add(tly_crdset *c, const tly_node *root, const char *file, tly_d
     x->kind = tly_arena_strdup(c->a, kind);
     x->v = tly_arena_zalloc(c->a, (vs->nkids + 1) * sizeof *x->v);
     x->nv = 0;
-    uint32_t rules = 0;
     for (const tly_node *it = vs->kids; it; it = it->next) {
         const char *vn = get_str(it, "name");
         if (!vn)
             continue;
         const tly_node *schema = get(get(it, "schema"), "openAPIV3Schema");
-        rules += count_rules(schema);
         x->v[x->nv++] = (crd_version){tly_arena_strdup(c->a, vn), get_bool(it, "served"),
                                       schema ? copy_tree(c->a, schema) : NULL};
     }
-    if (rules)
-        tly_diags_add(d, TLY_SEV_WARNING, file, root->line, root->col, "CustomResourceDefinition",
-                      name ? name : "-", "spec.versions",
-                      "%u x-kubernetes-validations (CEL) rule%s not evaluated: tally checks %s objects "
-                      "against the schema, not against %s",
-                      rules, rules == 1 ? " is" : "s are", kind, rules == 1 ? "this rule" : "these rules");
 }
 
 /* Groups of Kubernetes itself: never defined by a CRD of the input. */
@@ -198,6 +182,8 @@ void tly_crdset_keep(tly_crdset *c, const tly_node *root, const char *file)
 
 typedef struct {
     tly_diags *d;
+    tly_crdset *set;     /* for the rules already warned about */
+    tly_arena *a;
     const char *file, *kind, *name;
     char path[1024];
     size_t plen;
@@ -245,6 +231,20 @@ static void problem(vctx *v, const tly_node *at, const char *fmt, ...)
 }
 
 static void check(vctx *v, const tly_node *val, const tly_node *s, bool root);
+
+/* Whether rule r was reported as not evaluated before; records it if not. */
+static bool warned(tly_crdset *c, const tly_node *r)
+{
+    for (uint32_t i = 0; i < c->nwarned; i++)
+        if (c->warned[i] == r)
+            return true;
+    if (c->nwarned == c->capwarned) {
+        c->capwarned = c->capwarned ? 2 * c->capwarned : 8;
+        c->warned = tly_xrealloc(c->warned, c->capwarned * sizeof *c->warned);
+    }
+    c->warned[c->nwarned++] = r;
+    return false;
+}
 
 static const char *value_type(const tly_node *n)
 {
@@ -523,6 +523,33 @@ static void check_any_of(vctx *v, const tly_node *val, const tly_node *any)
     problem(v, val, "Invalid value: %s: must match at least one schema of anyOf", shown(val, b, sizeof b));
 }
 
+/*
+** The schema node's x-kubernetes-validations rules with self = val. A rule
+** that does not hold is an error with its message; one that fails to evaluate
+** (a missing key) an error too, as the API server refuses the object then. A
+** rule tally cannot evaluate is a warning, once per rule; a transition rule
+** (oldSelf) applies to updates only and is not checked here.
+*/
+static void check_rules(vctx *v, const tly_node *val, const tly_node *s)
+{
+    const tly_node *rules = get(s, "x-kubernetes-validations");
+    for (const tly_node *r = rules && rules->type == TLY_N_SEQ ? rules->kids : NULL; r; r = r->next) {
+        const char *rule = get_str(r, "rule"), *msg = get_str(r, "message");
+        if (!rule)
+            continue;
+        char why[300];
+        tly_cel_result res = tly_cel_eval_rule(rule, val, why, sizeof why);
+        if (res == TLY_CEL_FALSE)
+            problem(v, val, "Invalid value: \"%s\": %s", value_type(val), msg ? msg : tly_arena_printf(v->a, "failed rule: %s", rule));
+        else if (res == TLY_CEL_ERROR)
+            problem(v, val, "Invalid value: \"%s\": rule %s failed to evaluate: %s", value_type(val), rule, why);
+        else if (res == TLY_CEL_UNSUPPORTED && !strstr(why, "oldSelf") && !v->quiet && !warned(v->set, r))
+            tly_diags_add(v->d, TLY_SEV_WARNING, v->file, val->key ? val->kline : val->line,
+                          val->key ? val->kcol : val->col, v->kind, v->name, v->plen ? v->path : "-",
+                          "x-kubernetes-validations rule '%.200s' not evaluated: it %s", rule, why);
+    }
+}
+
 static void check(vctx *v, const tly_node *val, const tly_node *s, bool root)
 {
     if (val->type == TLY_N_NULL)
@@ -543,6 +570,7 @@ static void check(vctx *v, const tly_node *val, const tly_node *s, bool root)
         check_enum(v, val, en);
     if (any && any->type == TLY_N_SEQ)
         check_any_of(v, val, any);
+    check_rules(v, val, s);
     switch (val->type) {
     case TLY_N_MAP: check_members(v, val, s, root); break;
     case TLY_N_SEQ: check_items(v, val, s); break;
@@ -562,7 +590,7 @@ static const crd *find_crd(const tly_crdset *c, const char *group, const char *k
 }
 
 /* One kept object against its CRD, if the set has one. */
-static void check_object(const tly_crdset *c, const kept *o, tly_diags *d)
+static void check_object(tly_crdset *c, const kept *o, tly_diags *d)
 {
     const char *av = get_str(o->root, "apiVersion"), *kind = get_str(o->root, "kind");
     char group[256];
@@ -574,7 +602,7 @@ static void check_object(const tly_crdset *c, const kept *o, tly_diags *d)
     const char *ns = get_str(md, "namespace"), *name = get_str(md, "name");
     char full[512];
     snprintf(full, sizeof full, "%s%s%s", ns ? ns : "", ns ? "/" : "", name ? name : "-");
-    vctx v = {.d = d, .file = o->file, .kind = kind, .name = full};
+    vctx v = {.d = d, .set = c, .a = c->a, .file = o->file, .kind = kind, .name = full};
     const crd_version *ver = NULL;
     for (uint32_t i = 0; i < x->nv; i++)
         if (!strcmp(x->v[i].name, version))

@@ -21,8 +21,10 @@
 **     (`unknown field "spec.args"`), unless x-kubernetes-preserve-unknown-
 **     fields or additionalProperties allow them.
 ** An unserved version, or a version the CRD does not define, is an error.
-** x-kubernetes-validations (CEL) rules are not evaluated: each CRD that has
-** them gets one warning that says how many and that they were not checked.
+** x-kubernetes-validations rules are evaluated by cel.h with self bound to
+** the value at their schema node: a rule that does not hold is an error with
+** its message; a rule tally cannot evaluate is a warning (once per rule),
+** never a pass; transition rules (oldSelf) apply to updates only.
 */
 #ifndef TALLY_CRD_H
 #define TALLY_CRD_H
