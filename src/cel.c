@@ -164,10 +164,14 @@ struct ex {
     val lit;
 };
 
+/* Nesting deeper than any real rule: refused rather than recursed into. */
+#define MAX_DEPTH 64
+
 typedef struct {
     const char *p;
     tly_arena *a;
     const char *err;      /* the first syntax problem */
+    int depth;            /* nesting of expressions: bounded, so the stack is */
 } parser;
 
 static void ws(parser *ps)
@@ -204,6 +208,7 @@ static ex *syntax(parser *ps, const char *what)
 }
 
 static ex *p_expr(parser *ps);
+static ex *p_expr_body(parser *ps);
 
 static ex *p_string(parser *ps)
 {
@@ -212,6 +217,8 @@ static ex *p_string(parser *ps)
     while (*ps->p && *ps->p != q) {
         char c = *ps->p++;
         if (c == '\\') {
+            if (!*ps->p)
+                return syntax(ps, "an unterminated string");
             c = *ps->p++;
             switch (c) {
             case 'n': c = '\n'; break;
@@ -367,16 +374,22 @@ static ex *p_member(parser *ps)
 
 static ex *p_unary(parser *ps)
 {
+    if (ps->depth > MAX_DEPTH)
+        return syntax(ps, "nesting deeper than tally reads");
     if (eat(ps, "!")) {
         ex *x = mk(ps, X_NOT);
+        ps->depth++;
         x->a = p_unary(ps);
+        ps->depth--;
         return x->a ? x : NULL;
     }
     ws(ps);
     if (*ps->p == '-' && !isdigit((unsigned char)ps->p[1])) {
         ps->p++;
         ex *x = mk(ps, X_NEG);
+        ps->depth++;
         x->a = p_unary(ps);
+        ps->depth--;
         return x->a ? x : NULL;
     }
     if (*ps->p == '-') {
@@ -449,6 +462,15 @@ static ex *p_and(parser *ps) { return p_logic(ps, p_rel, "&&", X_AND); }
 static ex *p_or(parser *ps) { return p_logic(ps, p_and, "||", X_OR); }
 
 static ex *p_expr(parser *ps)
+{
+    if (++ps->depth > MAX_DEPTH)
+        return syntax(ps, "nesting deeper than tally reads");
+    ex *x = p_expr_body(ps);
+    ps->depth--;
+    return x;
+}
+
+static ex *p_expr_body(parser *ps)
 {
     ex *x = p_or(ps);
     if (x && eat(ps, "?")) {

@@ -92,6 +92,12 @@ static void test_what_is_not_evaluated(void **state)
     assert_int_equal(eval_on("self.spec.mode.task.args.sortBy(x, x) == []"), TLY_CEL_UNSUPPORTED);
     /* an unknown function on the side that decides is not a pass */
     assert_int_equal(eval_on("true && isURL(self.spec.source.repoURL)"), TLY_CEL_UNSUPPORTED);
+    /* fuzz_crdcel: a string ending in a backslash read past the rule's end */
+    assert_int_equal(eval_on("'abc\\"), TLY_CEL_UNSUPPORTED);
+    char deep[300];
+    memset(deep, '(', 200);
+    strcpy(deep + 200, "true");
+    assert_int_equal(eval_on(deep), TLY_CEL_UNSUPPORTED);  /* nesting is bounded, not recursed into */
     /* a name that only contains oldSelf is not a transition rule */
     holds("has(self.spec.size) || self.spec.oldSelfish");
 }
