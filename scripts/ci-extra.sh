@@ -40,6 +40,18 @@ scripts/deps.sh browser
 cmake -S . -B build >/dev/null
 cmake --build build -j "$JOBS" --target tally >/dev/null
 bash tests/browser/report.sh build/tally
+echo "== the HTML report of the realistic 5,000-node, 100,000-pod cluster: under 5 MB, and Chromium opens it =="
+cmake --build build -j "$JOBS" --target tally-gen >/dev/null
+build/tally-gen cluster 1 42 > build/realistic-1.json
+build/tally simulate -o html build/realistic-1.json > build/realistic-1.html 2>/dev/null || true
+size=$(stat -c %s build/realistic-1.html)
+echo "realistic report: $size bytes"
+[ "$size" -lt 5000000 ] || { echo "FAIL: the realistic report is $size bytes (limit 5,000,000)"; exit 1; }
+grep -q '</html>' build/realistic-1.html || { echo "FAIL: the realistic report is cut short"; exit 1; }
+timeout 300 "$(command -v chromium)" --headless --no-sandbox --disable-gpu --no-first-run \
+  --user-data-dir="$(mktemp -d)" --dump-dom "file://$PWD/build/realistic-1.html" > build/realistic-1.dom 2>/dev/null
+grep -q 'id="pending"' build/realistic-1.dom || { echo "FAIL: Chromium did not render the realistic report"; exit 1; }
+rm -f build/realistic-1.json
 
 echo "== the test API server against every kubectl (scripts/kubectl-matrix.sh) =="
 scripts/kubectl-matrix.sh

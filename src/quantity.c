@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tally/error.h"
@@ -674,4 +675,77 @@ tly_qty tly_qty_from_milli(int64_t m, tly_qfmt fmt)
     q.nanos = (tly_i128)m * (TLY_QTY_NANO / 1000);
     q.fmt = (uint8_t)fmt;
     return q;
+}
+
+/* ---- for people ---------------------------------------------------------- */
+
+/*
+** value / 10^9 / scale (scale 1 or a power of 1024) rounded half up to
+** `decimals` decimals, with thousands separators and no trailing zeros.
+*/
+static void human_number(tly_i128 nanos, tly_i128 scale, int decimals, char *buf, size_t cap)
+{
+    bool neg = nanos < 0;
+    tly_qty_u128 v = neg ? (tly_qty_u128)0 - (tly_qty_u128)nanos : (tly_qty_u128)nanos;
+    tly_qty_u128 den = (tly_qty_u128)1000000000 * (tly_qty_u128)scale, mul = 1;
+    for (int i = 0; i < decimals; i++)
+        mul *= 10;
+    /* Divide first where v * mul could overflow: the lost digits are far below what is shown. */
+    tly_qty_u128 units = v > (((tly_qty_u128)0 - 1) / mul) ? (v / den) * mul + ((v % den) / (den / mul))
+                                                   : (v * mul + den / 2) / den;
+    tly_qty_u128 whole = units / mul, frac = units % mul;
+    char digits[64];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + (int)(whole % 10));
+        whole /= 10;
+    } while (whole && n < 40);
+    size_t w = 0;
+    if (neg && (units != 0) && w + 1 < cap)
+        buf[w++] = '-';
+    for (int i = n - 1; i >= 0 && w + 2 < cap; i--) {
+        buf[w++] = digits[i];
+        if (i > 0 && i % 3 == 0)
+            buf[w++] = ',';
+    }
+    if (frac) {
+        char f[8];
+        for (int i = decimals - 1; i >= 0; i--) {
+            f[i] = (char)('0' + (int)(frac % 10));
+            frac /= 10;
+        }
+        int last = decimals - 1;
+        while (last >= 0 && f[last] == '0')
+            last--;
+        if (w + 1 < cap)
+            buf[w++] = '.';
+        for (int i = 0; i <= last && w + 1 < cap; i++)
+            buf[w++] = f[i];
+    }
+    buf[w] = 0;
+}
+
+const char *tly_qty_human(tly_qty q, tly_human_unit unit, char *buf)
+{
+    static const char *const bin[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    size_t cap = TLY_QTY_BUFSZ;
+    if (unit == TLY_HUMAN_BYTES) {
+        tly_qty_u128 v = q.nanos < 0 ? (tly_qty_u128)0 - (tly_qty_u128)q.nanos : (tly_qty_u128)q.nanos;
+        int k = 0;
+        tly_i128 scale = 1;
+        while (k < 6 && v / 1000000000 >= (tly_qty_u128)scale * 1024) {
+            scale *= 1024;
+            k++;
+        }
+        human_number(q.nanos, scale, k ? 1 : 0, buf, cap - 5);
+        size_t n = strlen(buf);
+        snprintf(buf + n, cap - n, " %s", bin[k]);
+        return buf;
+    }
+    human_number(q.nanos, 1, 2, buf, cap - 7);
+    if (unit == TLY_HUMAN_CORES) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, cap - n, "%s", strcmp(buf, "1") ? " cores" : " core");
+    }
+    return buf;
 }

@@ -55,6 +55,22 @@ static void qty(FILE *out, tly_qty q)
     esc(out, buf);
 }
 
+/* q for people (tly_qty_human), escaped. */
+static void hq(FILE *out, tly_qty q, tly_human_unit unit)
+{
+    char buf[TLY_QTY_BUFSZ];
+    esc(out, tly_qty_human(q, unit, buf));
+}
+
+/* How a queue column's amounts read: cpu in cores, memory in bytes, gpu in devices. */
+static tly_human_unit unit_of(const char *kind, const char *resource)
+{
+    if (strcmp(kind, "spec") != 0)  /* the reserved gpu-memory AccountedResource charges bytes */
+        return !strcmp(resource, "gpu-memory") ? TLY_HUMAN_BYTES : TLY_HUMAN_NUMBER;
+    return !strcmp(resource, "cpu") ? TLY_HUMAN_CORES : !strcmp(resource, "memory") ? TLY_HUMAN_BYTES
+                                                                                    : TLY_HUMAN_DEVICES;
+}
+
 /* "ns/name" escaped. */
 static void nsname(FILE *out, const tly_meta *m)
 {
@@ -372,12 +388,13 @@ static void bar_cell(FILE *out, const char *queue, const char *resource, const c
         qty(out, quota);
     }
     fprintf(out, "\"><span style=\"width:%d%%\"></span>", width);
+    tly_human_unit u = unit_of(kind, resource);
     if (has_quota && tly_qty_sign(limit) > 0 && tly_qty_cmp(quota, limit) < 0)
         fprintf(out, "<i style=\"left:%d%%\"></i>", pct_of(quota, limit));
     fprintf(out, "</div><div class=\"num %s\">", lv);
-    qty(out, used);
+    hq(out, used, u);
     fputs(" / ", out);
-    qty(out, limit);
+    hq(out, limit, u);
     if (pct >= 99999)
         fputs(" <b>over</b>", out);
     else if (tly_qty_sign(limit) == 0)
@@ -387,23 +404,23 @@ static void bar_cell(FILE *out, const char *queue, const char *resource, const c
     fputs("</div>", out);
     if (has_quota) {
         fputs("<div class=\"qt\">quota ", out);
-        qty(out, quota);
+        hq(out, quota, u);
         fputs("</div>", out);
     }
     fputs("</td>", out);
 }
 
-static void unbounded_cell(FILE *out, tly_qty used, bool has_quota, tly_qty quota)
+static void unbounded_cell(FILE *out, tly_qty used, bool has_quota, tly_qty quota, tly_human_unit u)
 {
     fputs("<td><div class=\"nolimit\">", out);
     if (tly_qty_sign(used) != 0) {
-        qty(out, used);
+        hq(out, used, u);
         fputs(" used &middot; ", out);
     }
     fputs("no limit", out);
     if (has_quota) {
         fputs(" &middot; quota ", out);
-        qty(out, quota);
+        hq(out, quota, u);
     }
     fputs("</div></td>", out);
 }
@@ -443,7 +460,7 @@ static void queue_row(FILE *out, qctx *c, uint32_t q, int depth)
         if (tly_queues_bound(c->qs, q, true, r, &limit))
             bar_cell(out, name, dims[r], "spec", used, limit, has_quota, quota);
         else
-            unbounded_cell(out, used, has_quota, quota);
+            unbounded_cell(out, used, has_quota, quota, unit_of("spec", dims[r]));
     }
     for (uint32_t a = 0; a < tly_queues_naccres(c->qs); a++) {
         if (!c->ar_col[a])
@@ -454,7 +471,7 @@ static void queue_row(FILE *out, qctx *c, uint32_t q, int depth)
             bar_cell(out, name, tly_queues_accres(c->qs, a)->meta.name, "accounted", used, limit,
                      false, limit);
         else
-            unbounded_cell(out, used, false, limit);
+            unbounded_cell(out, used, false, limit, unit_of("accounted", tly_queues_accres(c->qs, a)->meta.name));
     }
     fputs("<td class=\"gpus\">", out);
     bool any = false;
@@ -571,7 +588,7 @@ static bool pod_placed(const char *st)
 /* Sort key of a pod or Run in the grouped lists: (rank, state, reason, index). */
 typedef struct {
     int rank;
-    const char *state, *reason;
+    const char *state, *reason, *queue;  /* queue "" for Runs */
     uint32_t i;
 } gkey;
 
@@ -584,6 +601,8 @@ static int cmp_gkey(const void *a, const void *b)
     if ((c = strcmp(x->state, y->state)))
         return c;
     if ((c = strcmp(x->reason, y->reason)))
+        return c;
+    if ((c = strcmp(x->queue, y->queue)))
         return c;
     return x->i < y->i ? -1 : x->i > y->i;
 }
@@ -617,6 +636,67 @@ static void group_heading(FILE *out, const char *state, const char *reason, uint
     fputs("</span></h3>\n<ul class=\"items\">\n", out);
 }
 
+/*
+** A page that stays readable at a real cluster's size (issue 15 item 19):
+** per (state, reason) the pods are counted by queue; each queue shows at
+** most POD_LIST_CAP of its pods, and the explain text of its first one only
+** (the others read the same way; `tally explain pod` gives any of them).
+*/
+#define POD_LIST_CAP 10
+
+/* One pod; its message is left out when it is the one just shown (prev). */
+static void pod_item(FILE *out, tly_podsched *ps, uint32_t i, bool explain, const char *prev)
+{
+    const tly_ps_result *r = tly_podsched_pod(ps, i);
+    fputs("<li class=\"item\" data-state=\"", out);
+    esc(out, r->state);
+    fputs("\" data-reason=\"", out);
+    esc(out, r->reason);
+    fputs("\" data-pod=\"", out);
+    nsname(out, &r->pod->meta);
+    fputs("\"><span class=\"who\">", out);
+    nsname(out, &r->pod->meta);
+    fputs("</span> <span class=\"muted\">queue</span> ", out);
+    esc(out, r->queue);
+    if (r->message && prev && !strcmp(r->message, prev)) {
+        fputs(" <span class=\"muted\">(the same message)</span>", out);
+    } else if (r->message) {
+        fputs("<p class=\"msg\">", out);
+        esc(out, r->message);
+        fputs("</p>\n", out);
+    }
+    if (explain)
+        explain_block(out, ps, NULL, i);
+    fputs("</li>\n", out);
+}
+
+/* keys[k..e): one (state, reason) group, queue by queue. */
+static void pod_group(FILE *out, tly_podsched *ps, const gkey *keys, uint32_t k, uint32_t e)
+{
+    group_heading(out, keys[k].state, keys[k].reason, e - k, "pod", "pods");
+    while (k < e) {
+        uint32_t q = k;
+        while (q < e && !strcmp(keys[q].queue, keys[k].queue))
+            q++;
+        fputs("<li class=\"qgroup\" data-queue=\"", out);
+        esc(out, keys[k].queue);
+        fputs("\"><span class=\"muted\">queue</span> <b>", out);
+        esc(out, keys[k].queue);
+        fputs("</b> <span class=\"muted\">&middot; ", out);
+        count_noun(out, q - k, "pod", "pods");
+        fputs("</span></li>\n", out);
+        for (uint32_t j = k; j < q && j < k + POD_LIST_CAP; j++)
+            pod_item(out, ps, keys[j].i, j == k, j > k ? tly_podsched_pod(ps, keys[j - 1].i)->message : NULL);
+        if (q - k > POD_LIST_CAP)
+            fprintf(out, "<li class=\"more muted\">&hellip; and %u more of this queue and reason "
+                         "(<code>tally simulate -o json</code> lists every pod, <code>tally explain pod "
+                         "NS/NAME</code> explains any)</li>\n",
+                    q - k - POD_LIST_CAP);
+        k = q;
+    }
+    fputs("</ul>\n</div>\n", out);
+}
+
 static void write_pending_pods(FILE *out, tly_podsched *ps)
 {
     uint32_t np = tly_podsched_npods(ps), n = 0;
@@ -626,7 +706,7 @@ static void write_pending_pods(FILE *out, tly_podsched *ps)
         if (pod_placed(r->state))
             continue;
         keys[n++] = (gkey){state_rank(r->state), r->state ? r->state : "",
-                           r->reason ? r->reason : "", i};
+                           r->reason ? r->reason : "", r->queue ? r->queue : "", i};
     }
     fputs("<section id=\"pending\">\n<h2>Pods not placed", out);
     fprintf(out, " <span class=\"muted\">(%u)</span></h2>\n", n);
@@ -635,37 +715,18 @@ static void write_pending_pods(FILE *out, tly_podsched *ps)
         free(keys);
         return;
     }
-    fputs("<p class=\"legend\">Grouped by state and reason. Gated: held back by queue policy "
+    fputs("<p class=\"legend\">Grouped by state and reason, then by queue. Gated: held back by queue policy "
           "(not a node-fit failure). Unschedulable: passed queue policy, no node fits. "
-          "Invalid: the pod's own spec is malformed.</p>\n",
+          "Invalid: the pod's own spec is malformed. Each queue lists up to 10 pods; the first one's "
+          "explanation opens with a click.</p>\n",
           out);
     qsort(keys, n, sizeof *keys, cmp_gkey);
     for (uint32_t k = 0; k < n;) {
         uint32_t e = k + 1;
         while (e < n && same_group(&keys[k], &keys[e]))
             e++;
-        group_heading(out, keys[k].state, keys[k].reason, e - k, "pod", "pods");
-        for (; k < e; k++) {
-            const tly_ps_result *r = tly_podsched_pod(ps, keys[k].i);
-            fputs("<li class=\"item\" data-state=\"", out);
-            esc(out, r->state);
-            fputs("\" data-reason=\"", out);
-            esc(out, r->reason);
-            fputs("\" data-pod=\"", out);
-            nsname(out, &r->pod->meta);
-            fputs("\"><span class=\"who\">", out);
-            nsname(out, &r->pod->meta);
-            fputs("</span> <span class=\"muted\">queue</span> ", out);
-            esc(out, r->queue);
-            if (r->message) {
-                fputs("<p class=\"msg\">", out);
-                esc(out, r->message);
-                fputs("</p>\n", out);
-            }
-            explain_block(out, ps, NULL, keys[k].i);
-            fputs("</li>\n", out);
-        }
-        fputs("</ul>\n</div>\n", out);
+        pod_group(out, ps, keys, k, e);
+        k = e;
     }
     fputs("</section>\n", out);
     free(keys);
@@ -797,7 +858,7 @@ static void write_runs(FILE *out, tly_runsched *rs)
     for (uint32_t i = 0; keys && i < nr; i++) {
         const tly_rs_run_result *r = tly_runsched_run_at(rs, i);
         if (run_waits(r))
-            keys[n++] = (gkey){(int)r->phase, "", r->reason ? r->reason : "", i};
+            keys[n++] = (gkey){(int)r->phase, "", r->reason ? r->reason : "", "", i};
     }
     fprintf(out, "<section id=\"runs\">\n<h2>Runs waiting or failed <span class=\"muted\">(%u)</span>"
                  "</h2>\n",

@@ -744,9 +744,36 @@ static void test_strerror(void **state)
     assert_string_equal(tly_strerror(12345), "unknown error");
 }
 
+/* Amounts for people (reports, tables): the shapes issue 15 item 19 found unreadable. */
+static const char *human(const char *text, tly_human_unit u, char *buf)
+{
+    tly_qty q;
+    assert_int_equal(tly_qty_parse_str(text, &q), 0);
+    return tly_qty_human(q, u, buf);
+}
+
+static void test_human_units(void **state)
+{
+    (void)state;
+    char b[TLY_QTY_BUFSZ];
+    assert_string_equal(human("23525300m", TLY_HUMAN_CORES, b), "23,525.3 cores");
+    assert_string_equal(human("1", TLY_HUMAN_CORES, b), "1 core");
+    assert_string_equal(human("900m", TLY_HUMAN_CORES, b), "0.9 cores");
+    assert_string_equal(human("5m", TLY_HUMAN_CORES, b), "0.01 cores");  /* half up */
+    assert_string_equal(human("176269984Mi", TLY_HUMAN_BYTES, b), "168.1 TiB");
+    assert_string_equal(human("64Gi", TLY_HUMAN_BYTES, b), "64 GiB");
+    assert_string_equal(human("1500", TLY_HUMAN_BYTES, b), "1.5 KiB");
+    assert_string_equal(human("0", TLY_HUMAN_BYTES, b), "0 B");
+    assert_string_equal(human("1987510m", TLY_HUMAN_DEVICES, b), "1,987.51");
+    assert_string_equal(human("4600m", TLY_HUMAN_DEVICES, b), "4.6");
+    assert_string_equal(human("-2500m", TLY_HUMAN_NUMBER, b), "-2.5");
+    assert_string_equal(human("1234567", TLY_HUMAN_NUMBER, b), "1,234,567");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_human_units),
         cmocka_unit_test(test_vectors_parse),
         cmocka_unit_test(test_vectors_cmp),
         cmocka_unit_test(test_vectors_add),

@@ -57,6 +57,17 @@ int tly_qty_parse_str(const char *s, tly_qty *out);
 */
 size_t tly_qty_format(tly_qty q, char *buf, size_t cap);
 
+/*
+** q for people (reports and tables), never for arithmetic: a number with
+** thousands separators, rounded half up on the exact value, trailing zeros
+** dropped. TLY_HUMAN_CORES: "23,525.3 cores" (2 decimals); TLY_HUMAN_BYTES:
+** binary units, "168.1 TiB" (1 decimal); TLY_HUMAN_DEVICES: GPUs, "1,987.51"
+** (2 decimals); TLY_HUMAN_NUMBER: "4", "0.25" (2 decimals). Writes at most
+** TLY_QTY_BUFSZ bytes into buf and returns buf.
+*/
+typedef enum { TLY_HUMAN_NUMBER, TLY_HUMAN_CORES, TLY_HUMAN_BYTES, TLY_HUMAN_DEVICES } tly_human_unit;
+const char *tly_qty_human(tly_qty q, tly_human_unit unit, char *buf);
+
 /* -1, 0 or 1 as a < b, a == b, a > b (formats are ignored). */
 int tly_qty_cmp(tly_qty a, tly_qty b);
 

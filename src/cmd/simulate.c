@@ -221,6 +221,12 @@ static int queue_name_width(tly_queues *qs, int32_t parent, int depth, int w)
     return w;
 }
 
+/* The reserved gpu-memory AccountedResource charges bytes; the others plain numbers. */
+static tly_human_unit accounted_unit(tly_queues *qs, uint32_t a)
+{
+    return tly_queues_accres_is_gpu_memory(qs, a) ? TLY_HUMAN_BYTES : TLY_HUMAN_NUMBER;
+}
+
 static void print_queue_rows(tly_queues *qs, tly_names *names, int32_t parent, int depth, int w)
 {
     char u[TLY_QTY_BUFSZ], l[TLY_QTY_BUFSZ], g[TLY_QTY_BUFSZ];
@@ -229,16 +235,19 @@ static void print_queue_rows(tly_queues *qs, tly_names *names, int32_t parent, i
             continue;
         const tly_queue *q = tly_queues_queue(qs, i);
         const tly_rvec *al = tly_queues_allocated(qs, i);
+        /* Amounts for people (issue 15 item 19): raw milli-units and Mi do not read at scale. */
         printf("  %*s%-*s cpu %s, memory %s, nvidia.com/gpu %s", depth * 2, "", w - depth * 2,
-               q->meta.name, qtext(tly_rvec_get(al, TLY_R_CPU), u),
-               qtext(tly_rvec_get(al, TLY_R_MEMORY), l), qtext(tly_rvec_get(al, TLY_R_NVIDIA_GPU), g));
+               q->meta.name, tly_qty_human(tly_rvec_get(al, TLY_R_CPU), TLY_HUMAN_CORES, u),
+               tly_qty_human(tly_rvec_get(al, TLY_R_MEMORY), TLY_HUMAN_BYTES, l),
+               tly_qty_human(tly_rvec_get(al, TLY_R_NVIDIA_GPU), TLY_HUMAN_DEVICES, g));
         bool first = true;
         for (uint32_t a = 0; a < tly_queues_naccres(qs); a++) {
             tly_qty lim = tly_queues_accounted_limit(qs, i, a);
             if (tly_qty_sign(lim) < 0)
                 continue;
             printf("%s%s %s/%s", first ? "; accounted " : ", ", tly_queues_accres(qs, a)->meta.name,
-                   qtext(tly_queues_accounted_used(qs, i, a), u), qtext(lim, l));
+                   tly_qty_human(tly_queues_accounted_used(qs, i, a), accounted_unit(qs, a), u),
+                   tly_qty_human(lim, accounted_unit(qs, a), l));
             first = false;
         }
         if (tly_queues_missing_ref(qs, i))

@@ -194,7 +194,7 @@ has "$f" '<div class="bar hi" data-queue="full" data-resource="gpu" data-kind="s
 has "$f" '<div class="bar over" data-queue="over" data-resource="gpu" data-kind="spec" data-pct="200"'
 has "$f" '<div class="bar hi" data-queue="org" data-resource="gpu" data-kind="spec" data-pct="100"'
 has "$f" '<div class="bar hi" data-queue="over" data-resource="memory" data-kind="spec" data-pct="100"'
-has "$f" '<div class="nolimit">1 used &middot; no limit</div>'
+has "$f" '<div class="nolimit">1 core used &middot; no limit</div>'
 has "$f" 'data-state="Gated" data-reason="SchedulingGated" data-pod="ns/gated-markup"'
 has "$f" 'scheduling gate example.com/&lt;script&gt;alert(&quot;x&amp;y&quot;)&lt;/script&gt;, which is not'
 has "$f" 'data-product="B200 &lt;i&gt;&amp;amp;&lt;/i&gt;" data-count="2"'
