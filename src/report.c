@@ -175,6 +175,11 @@ static const char CSS[] =
     "th{font-size:12px;color:var(--muted);font-weight:600;white-space:nowrap}\n"
     "th.grp{text-align:center;border-bottom:2px solid var(--line)}\n"
     "table.queues{table-layout:fixed}\n"
+    "label.fold{cursor:pointer;margin-right:4px}\n"
+    "label.fold input{appearance:none;margin:0;width:0;height:0}\n"
+    "label.fold::before{content:'\\25BE';color:var(--muted)}\n"
+    "label.fold:has(input:checked)::before{content:'\\25B8'}\n"
+    "tbody.tree:has(input.fold:checked)>tr:not([data-depth=\"0\"]){display:none}\n"
     "table.queues col.qn{width:190px}\n"
     "table.queues col.gp{width:150px}\n"
     "td.qname{font-weight:600;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}\n"
@@ -425,18 +430,31 @@ static void unbounded_cell(FILE *out, tly_qty used, bool has_quota, tly_qty quot
     fputs("</div></td>", out);
 }
 
+/* Whether queue q has a child queue (its subtree can fold). */
+static bool has_children(const qctx *c, uint32_t q)
+{
+    for (uint32_t i = 0; i < c->nq; i++)
+        if (tly_queues_parent(c->qs, i) == (int32_t)q)
+            return true;
+    return false;
+}
+
 static void queue_row(FILE *out, qctx *c, uint32_t q, int depth)
 {
     const tly_queue *qu = tly_queues_queue(c->qs, q);
     const char *name = qu->meta.name;
     static const char *const dims[TLY_QR_COUNT] = {"cpu", "memory", "gpu"};
     c->shown[q] = true;
-    fprintf(out, "<tr data-queue=\"");
+    fputs("<tr data-queue=\"", out);
     esc(out, name);
     fprintf(out, "\" data-depth=\"%d\"><td class=\"qname\" style=\"padding-left:%dpx\" title=\"",
             depth, 8 + (depth > 0 ? depth : 0) * 20);
     esc(out, name);
     fputs("\">", out);
+    if (depth == 0 && has_children(c, q))
+        fprintf(out, "<label class=\"fold\" title=\"fold or unfold this subtree\"><input type=\"checkbox\" "
+                     "class=\"fold\"%s></label>",
+                c->nq > 50 ? " checked" : "");
     if (depth > 0)
         fputs("<span class=\"tw\">&#9492;&nbsp;</span>", out);
     esc(out, name);
@@ -500,8 +518,17 @@ static void queue_rows(FILE *out, qctx *c, int32_t parent, int depth)
     for (uint32_t i = 0; i < c->nq; i++) {
         if (c->shown[i] || tly_queues_parent(c->qs, i) != parent)
             continue;
+        /*
+        ** Each root queue's subtree is one tbody whose rows below the root fold
+        ** away with the root's checkbox (CSS :has, no script); folded to begin
+        ** with when the tree is large.
+        */
+        if (depth == 0)
+            fputs("<tbody class=\"tree\">\n", out);
         queue_row(out, c, i, depth);
         queue_rows(out, c, (int32_t)i, depth + 1);
+        if (depth == 0)
+            fputs("</tbody>\n", out);
     }
 }
 
@@ -555,9 +582,10 @@ static void write_queues(FILE *out, tly_store *s, tly_podsched *ps)
         esc(out, tly_queues_accres(c.qs, a)->meta.name);
         fputs("</th>", out);
     }
-    fputs("</tr></thead>\n<tbody>\n", out);
+    fputs("</tr></thead>\n", out);
     queue_rows(out, &c, -1, 0);
     /* Queues the walk from the roots did not reach (a parentQueue cycle). */
+    fputs("<tbody>\n", out);
     for (uint32_t i = 0; i < c.nq; i++)
         if (!c.shown[i])
             queue_row(out, &c, i, -1);
