@@ -53,6 +53,7 @@ typedef struct {
     const char *driver, *pool, *device;
     const tly_device *dev;       /* the slice's device; NULL when no ResourceSlice lists it */
     uint32_t index;              /* internal device index, UINT32_MAX when dev is NULL */
+    bool admin_access;           /* adminAccess: shares the device, does not hold it */
 } tly_dra_dev;
 
 /* One claim of the pod and its devices. */
@@ -113,6 +114,14 @@ void tly_dra_choice_copy(tly_dra_choice *dst, const tly_dra_choice *src);
 */
 int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queue,
                 tly_dra_choice *out, const char **why);
+
+/*
+** The pod's first claim or template that did not decode (an unknown
+** allocation mode, an empty selector, ...), as a sentence owned by d, or
+** NULL. Such a pod is Invalid (InvalidResources): tally never allocates
+** from a claim it could not read.
+*/
+const char *tly_dra_pod_invalid(const tly_dra *d, const tly_pod *p);
 
 /*
 ** Records a placement: newly chosen devices become used, a named claim
