@@ -12,10 +12,15 @@
 **   - a ResourceSlice device in v1beta1 nests attributes and capacity under
 **     `basic`; v1 and v1beta2 do not. Both are read whatever the version says,
 **     since the nesting itself is unambiguous.
-** A request that uses firstAvailable is marked first_available and carries
-** no device class: KAI counts only `exactly` requests, and the engine treats
-** a prioritized list as a constraint it does not evaluate (contract section
-** 3, UnsupportedConstraint). Its subrequests are still checked.
+** A request that uses firstAvailable is marked first_available, carries no
+** device class of its own (KAI counts only `exactly` requests) and keeps
+** its subrequests in order of preference; the engine allocates them.
+** Also read for the allocator: tolerations and adminAccess of requests,
+** constraints of claims (distinctAttribute is kept as unsupported, so the
+** engine reports it), device taints, consumesCounters and per-device node
+** selection, slices' sharedCounters, pool generation and resourceSliceCount,
+** and an allocation's nodeSelector. A device's nodeName/allNodes/nodeSelector
+** is an error outside a perDeviceNodeSelection slice, as the API says.
 **
 ** Opaque driver parameters are deep-copied (tly_node_copy) because the node
 ** tree of the object is freed after decoding and the engine reads

@@ -15,18 +15,31 @@
 ** the devices actually chosen, as the seed requires.
 **
 ** Indexes (built once by tly_dra_create):
-**   - every device of every slice gets an index; a device is identified by
-**     (driver, pool, device) exactly as allocation results name it, and when
-**     two slices list the same identity the first in slice-name order wins;
-**   - per node, the device indices of the slices with that nodeName and of
-**     the allNodes slices, in (slice name, device name) order: the order in
-**     which devices are tried, so that the result is deterministic;
+**   - pools (driver, pool name): only the slices of the newest generation
+**     count; a pool is offered only when complete (resourceSliceCount
+**     slices) and valid (the slices agree on the count, no device twice);
+**   - every device of those slices gets an index; a device is identified by
+**     (driver, pool, device) exactly as allocation results name it;
+**   - per node, the device indices reachable from it (slices with that
+**     nodeName, allNodes slices, and devices of perDeviceNodeSelection
+**     slices by their own node selection), in (slice name, device name)
+**     order: the order in which devices are tried, a declared tie break;
+**     devices of node-selector slices are matched per try;
+**   - shared counters per (driver, pool, set, counter), with what the used
+**     devices consume already taken off;
 **   - DeviceClasses by name, claims and templates by (namespace, name), each
-**     with its selectors compiled once;
-**   - `used` counts per device: the allocation results of the input's claims,
-**     then the devices committed in this run.
-** Slices that use a node selector (neither nodeName nor allNodes) are not
-** offered to any node: tally does not evaluate node selectors on slices.
+**     with its selectors and constraints compiled once;
+**   - `used` counts per device: the allocation results of the input's claims
+**     (adminAccess results excepted), then the devices committed in this run.
+**
+** The search (allocate_all) is the Kubernetes allocator's depth-first
+** search: claims, requests, firstAvailable alternatives and device slots in
+** order, with backtracking, so whether a pod fits does not depend on names.
+** A device is usable when not held (adminAccess: not twice in its claim),
+** its counters are available and the claim's matchAttribute constraints
+** still hold. One ExactCount request's devices are tried as combinations,
+** claims hold at most 32 devices, and the search stops after SEARCH_STEPS
+** device trials (the pod is then UnsupportedConstraint: not evaluated).
 **
 ** The CEL subset
 ** --------------
@@ -1029,7 +1042,7 @@ static void gather_pools(tly_dra *d)
     }
 }
 
-/* Whether the pool of device gi may be allocated from; else *why says why. */
+/* Whether pool `pool` may be allocated from; else *why says why (invalid, incomplete). */
 static bool pool_ok(const tly_dra *d, uint32_t pool, const char **why)
 {
     const dra_pool *pl = &d->pools[pool];
