@@ -12,10 +12,15 @@
 **   - a ResourceSlice device in v1beta1 nests attributes and capacity under
 **     `basic`; v1 and v1beta2 do not. Both are read whatever the version says,
 **     since the nesting itself is unambiguous.
-** A request that uses firstAvailable is marked first_available and carries
-** no device class: KAI counts only `exactly` requests, and the engine treats
-** a prioritized list as a constraint it does not evaluate (contract section
-** 3, UnsupportedConstraint). Its subrequests are still checked.
+** A request that uses firstAvailable is marked first_available, carries no
+** device class of its own (KAI counts only `exactly` requests) and keeps
+** its subrequests in order of preference; the engine allocates them.
+** Also read for the allocator: tolerations and adminAccess of requests,
+** constraints of claims (distinctAttribute is kept as unsupported, so the
+** engine reports it), device taints, consumesCounters and per-device node
+** selection, slices' sharedCounters, pool generation and resourceSliceCount,
+** and an allocation's nodeSelector. A device's nodeName/allNodes/nodeSelector
+** is an error outside a perDeviceNodeSelection slice, as the API says.
 **
 ** Opaque driver parameters are deep-copied (tly_node_copy) because the node
 ** tree of the object is freed after decoding and the engine reads
@@ -92,6 +97,92 @@ static void decode_selectors(tly_dctx *dx, const tly_node *map, const char *key,
 /* ---- claim spec ---------------------------------------------------------- */
 
 /*
+** One toleration of device taints (a request's or subrequest's). As for
+** pods: an empty key, value or effect is NULL, an omitted operator Equal;
+** the effects are the device taints' (None, NoSchedule, NoExecute).
+*/
+static bool decode_device_toleration(tly_dctx *dx, const tly_node *it, tly_toleration *t)
+{
+    static const char *const ops[] = {"Exists", "Equal", NULL};
+    static const char *const effects[] = {"None", "NoSchedule", "NoExecute", NULL};
+    if (!item_is_map(dx, it, "a toleration"))
+        return false;
+    bool ok = true;
+    tly_dx_str(dx, it, "key", &t->key);
+    tly_dx_str(dx, it, "value", &t->value);
+    t->op = "Equal";
+    if (member(it, "operator") && !tly_dx_enum(dx, it, "operator", ops, &t->op))
+        ok = false;
+    if (member(it, "effect") && !tly_dx_enum(dx, it, "effect", effects, &t->effect))
+        ok = false;
+    if (t->key && !*t->key)
+        t->key = NULL;
+    if (t->value && !*t->value)
+        t->value = NULL;
+    if (t->effect && !*t->effect)
+        t->effect = NULL;
+    if (ok && !t->key && strcmp(t->op, "Exists") != 0) {
+        tly_dx_error(dx, it, "operator", "must be Exists when key is empty");
+        ok = false;
+    }
+    return ok;
+}
+
+/* `tolerations` of a request or subrequest (map m). */
+static void decode_tolerations(tly_dctx *dx, const tly_node *m, tly_device_request *r)
+{
+    const tly_node *seq = tly_dx_seq(dx, m, "tolerations");
+    if (!seq || seq->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, "tolerations");
+    r->tolerations = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *r->tolerations);
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        if (decode_device_toleration(dx, it, &r->tolerations[r->ntolerations]))
+            r->ntolerations++;
+        else
+            memset(&r->tolerations[r->ntolerations], 0, sizeof *r->tolerations);
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/*
+** spec.devices.constraints: {requests, matchAttribute}. A constraint with
+** distinctAttribute or with no field tally knows is kept with
+** `unsupported` set, so that the engine reports it instead of ignoring it.
+*/
+static void decode_constraints(tly_dctx *dx, const tly_node *devices, tly_claim_spec *out)
+{
+    const tly_node *seq = tly_dx_seq(dx, devices, "constraints");
+    if (!seq || seq->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, "constraints");
+    out->constraints = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *out->constraints);
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        if (item_is_map(dx, it, "a constraint")) {
+            tly_device_constraint *c = &out->constraints[out->nconstraints++];
+            tly_dx_strlist(dx, it, "requests", &c->requests, &c->nrequests);
+            tly_dx_str(dx, it, "matchAttribute", &c->match_attribute);
+            if (c->match_attribute && !strchr(c->match_attribute, '/')) {
+                tly_dx_error(dx, member(it, "matchAttribute"), "matchAttribute",
+                             "must be a fully qualified name (domain/name)");
+                c->match_attribute = NULL;
+            }
+            if (member(it, "distinctAttribute"))
+                c->unsupported = "distinctAttribute";
+            else if (!c->match_attribute && !member(it, "matchAttribute"))
+                c->unsupported = "a constraint without matchAttribute";
+        }
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/*
 ** The "exactly" part of a request (v1/v1beta2: the `exactly` map; v1beta1:
 ** the request itself): deviceClassName, allocationMode, count, selectors.
 */
@@ -116,6 +207,8 @@ static void decode_exact(tly_dctx *dx, const tly_node *m, tly_device_request *r)
             r->count = count;
     }
     decode_selectors(dx, m, "selectors", &r->selectors, &r->nselectors);
+    tly_dx_bool(dx, m, "adminAccess", &r->admin_access);
+    decode_tolerations(dx, m, r);
 }
 
 /*
@@ -258,7 +351,39 @@ static void decode_claim_spec(tly_dctx *dx, const tly_node *spec, const tly_meta
         tly_dx_pop(dx, rmark);
     }
     decode_config(dx, devices, "config", &out->config, &out->nconfig);
+    decode_constraints(dx, devices, out);
     tly_dx_pop(dx, mark);
+}
+
+/*
+** A v1 NodeSelector at map[key] (a slice's, a device's or an allocation's):
+** its terms, ORed. *has is set when the selector is present.
+*/
+static void decode_node_selector(tly_dctx *dx, const tly_node *map, const char *key,
+                                 tly_selector **terms_out, uint32_t *n, bool *has)
+{
+    const tly_node *nsel = tly_dx_map(dx, map, key);
+    if (!nsel)
+        return;
+    *has = true;
+    size_t nmark = tly_dx_push(dx, key);
+    const tly_node *terms = tly_dx_seq(dx, nsel, "nodeSelectorTerms");
+    if (!terms || terms->nkids == 0)
+        tly_dx_error(dx, terms ? terms : nsel, "nodeSelectorTerms",
+                     "must have at least one node selector term");
+    if (terms && terms->nkids > 0) {
+        *terms_out = tly_arena_zalloc(dx->arena, terms->nkids * sizeof **terms_out);
+        size_t tmark = tly_dx_push(dx, "nodeSelectorTerms");
+        uint32_t i = 0;
+        for (const tly_node *it = terms->kids; it; it = it->next, i++) {
+            size_t imark = tly_dx_push_idx(dx, i);
+            if (tly_dx_node_selector_term(dx, it, &(*terms_out)[*n]))
+                (*n)++;
+            tly_dx_pop(dx, imark);
+        }
+        tly_dx_pop(dx, tmark);
+    }
+    tly_dx_pop(dx, nmark);
 }
 
 /* ---- ResourceClaim ------------------------------------------------------- */
@@ -279,6 +404,7 @@ static void decode_results(tly_dctx *dx, const tly_node *devices, tly_resource_c
             ok = req_nonempty(dx, it, "driver", &r->driver) && ok;
             ok = req_nonempty(dx, it, "pool", &r->pool) && ok;
             ok = req_nonempty(dx, it, "device", &r->device) && ok;
+            tly_dx_bool(dx, it, "adminAccess", &r->admin_access);
             if (ok)
                 out->nresults++;
             else
@@ -331,6 +457,8 @@ void tly_decode_resource_claim(tly_dctx *dx, const tly_node *obj, tly_resource_c
     if (alloc) {
         out->allocated = true;
         size_t amark = tly_dx_push(dx, "allocation");
+        decode_node_selector(dx, alloc, "nodeSelector", &out->alloc_node_terms,
+                             &out->nalloc_node_terms, &out->has_alloc_node_selector);
         const tly_node *devices = tly_dx_map(dx, alloc, "devices");
         if (devices) {
             size_t dmark = tly_dx_push(dx, "devices");
@@ -385,16 +513,20 @@ static void decode_device_attrs(tly_dctx *dx, const tly_node *body, tly_device *
     tly_dx_pop(dx, mark);
 }
 
-/* capacity: name -> {value: quantity}; a bare quantity (v1alpha3's form) is also read. */
-static void decode_device_capacity(tly_dctx *dx, const tly_node *body, tly_device *d)
+/*
+** body[key]: name -> {value: quantity} (capacity, counters); a bare quantity
+** (v1alpha3's capacity form) is also read.
+*/
+static void decode_qty_map(tly_dctx *dx, const tly_node *body, const char *key,
+                           tly_capacity **out, uint32_t *n)
 {
-    const tly_node *m = tly_dx_map(dx, body, "capacity");
+    const tly_node *m = tly_dx_map(dx, body, key);
     if (!m || m->nkids == 0)
         return;
-    size_t mark = tly_dx_push(dx, "capacity");
-    d->capacity = tly_arena_zalloc(dx->arena, m->nkids * sizeof *d->capacity);
+    size_t mark = tly_dx_push(dx, key);
+    *out = tly_arena_zalloc(dx->arena, m->nkids * sizeof **out);
     for (const tly_node *c = m->kids; c; c = c->next) {
-        tly_capacity *cap = &d->capacity[d->ncapacity];
+        tly_capacity *cap = &(*out)[*n];
         bool ok;
         if (c->type == TLY_N_MAP) {
             size_t cmark = tly_dx_push(dx, c->key);
@@ -411,10 +543,94 @@ static void decode_device_capacity(tly_dctx *dx, const tly_node *body, tly_devic
         if (ok) {
             cap->name = tly_arena_strdup(dx->arena, c->key);
             cap->id = tly_names_intern(dx->names, c->key, strlen(c->key));
-            d->ncapacity++;
+            (*n)++;
         }
     }
     tly_dx_pop(dx, mark);
+}
+
+/*
+** A list of counter sets at body[key]: sharedCounters ({name, counters}) or
+** consumesCounters ({counterSet, counters}).
+*/
+static void decode_counter_sets(tly_dctx *dx, const tly_node *body, const char *key,
+                                tly_counter_set **out, uint32_t *n)
+{
+    const tly_node *seq = tly_dx_seq(dx, body, key);
+    if (!seq || seq->nkids == 0)
+        return;
+    bool shared = strcmp(key, "sharedCounters") == 0;
+    size_t mark = tly_dx_push(dx, key);
+    *out = tly_arena_zalloc(dx->arena, seq->nkids * sizeof **out);
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        tly_counter_set *cs = &(*out)[*n];
+        if (item_is_map(dx, it, "a counter set") &&
+            req_nonempty(dx, it, shared ? "name" : "counterSet", &cs->name)) {
+            decode_qty_map(dx, it, "counters", &cs->counters, &cs->ncounters);
+            (*n)++;
+        }
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/* spec.devices[i].taints: {key, value, effect}. */
+static void decode_device_taints(tly_dctx *dx, const tly_node *body, tly_device *d)
+{
+    static const char *const effects[] = {"None", "NoSchedule", "NoExecute", NULL};
+    const tly_node *seq = tly_dx_seq(dx, body, "taints");
+    if (!seq || seq->nkids == 0)
+        return;
+    size_t mark = tly_dx_push(dx, "taints");
+    d->taints = tly_arena_zalloc(dx->arena, seq->nkids * sizeof *d->taints);
+    uint32_t i = 0;
+    for (const tly_node *it = seq->kids; it; it = it->next, i++) {
+        size_t imark = tly_dx_push_idx(dx, i);
+        tly_taint *t = &d->taints[d->ntaints];
+        if (item_is_map(dx, it, "a device taint") && req_nonempty(dx, it, "key", &t->key) &&
+            tly_dx_req_str(dx, it, "effect", &t->effect) &&
+            tly_dx_enum(dx, it, "effect", effects, &t->effect)) {
+            tly_dx_str(dx, it, "value", &t->value);
+            if (t->value && !*t->value)
+                t->value = NULL;
+            d->ntaints++;
+        } else {
+            memset(t, 0, sizeof *t);
+        }
+        tly_dx_pop(dx, imark);
+    }
+    tly_dx_pop(dx, mark);
+}
+
+/*
+** A device's content (v1beta1: under `basic`): attributes, capacity,
+** taints, consumesCounters and, in a perDeviceNodeSelection slice, its own
+** nodeName, allNodes or nodeSelector (exactly one).
+*/
+static void decode_device_body(tly_dctx *dx, const tly_node *body, const tly_resource_slice *sl,
+                               tly_device *d)
+{
+    decode_device_attrs(dx, body, d);
+    decode_qty_map(dx, body, "capacity", &d->capacity, &d->ncapacity);
+    decode_device_taints(dx, body, d);
+    decode_counter_sets(dx, body, "consumesCounters", &d->consumes, &d->nconsumes);
+    tly_dx_str(dx, body, "nodeName", &d->node_name);
+    if (d->node_name && !*d->node_name)
+        d->node_name = NULL;
+    tly_dx_bool(dx, body, "allNodes", &d->all_nodes);
+    decode_node_selector(dx, body, "nodeSelector", &d->node_terms, &d->nnode_terms,
+                         &d->has_node_selector);
+    int set = (d->node_name != NULL) + d->all_nodes + d->has_node_selector;
+    if (sl->per_device_node_selection && set != 1)
+        tly_dx_error(dx, body, "nodeName",
+                     "a device of a perDeviceNodeSelection slice must set exactly one of "
+                     "nodeName, allNodes or nodeSelector");
+    else if (!sl->per_device_node_selection && set != 0)
+        tly_dx_error(dx, body, "nodeName",
+                     "only devices of a perDeviceNodeSelection slice may set nodeName, allNodes "
+                     "or nodeSelector");
 }
 
 void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_slice *out)
@@ -429,35 +645,24 @@ void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_s
     } else if ((pool = tly_dx_map(dx, spec, "pool")) != NULL) {
         size_t pmark = tly_dx_push(dx, "pool");
         req_nonempty(dx, pool, "name", &out->pool);
+        tly_dx_int64(dx, pool, "generation", &out->generation);
+        tly_dx_int64(dx, pool, "resourceSliceCount", &out->slice_count);
+        if (!member(pool, "resourceSliceCount"))
+            tly_dx_error(dx, pool, "resourceSliceCount", "required field is missing");
+        else if (out->slice_count <= 0)
+            tly_dx_error(dx, member(pool, "resourceSliceCount"), "resourceSliceCount",
+                         "must be greater than zero");
         tly_dx_pop(dx, pmark);
     }
     tly_dx_str(dx, spec, "nodeName", &out->node_name);
     if (out->node_name && out->node_name[0] == '\0')
         out->node_name = NULL;
     tly_dx_bool(dx, spec, "allNodes", &out->all_nodes);
-    const tly_node *nsel = tly_dx_map(dx, spec, "nodeSelector");
-    if (nsel) {
-        /* A NodeSelector: devices reachable from the nodes its terms select. */
-        out->has_node_selector = true;
-        size_t nmark = tly_dx_push(dx, "nodeSelector");
-        const tly_node *terms = tly_dx_seq(dx, nsel, "nodeSelectorTerms");
-        if (!terms || terms->nkids == 0)
-            tly_dx_error(dx, terms ? terms : nsel, "nodeSelectorTerms",
-                         "must have at least one node selector term");
-        if (terms && terms->nkids > 0) {
-            out->node_terms = tly_arena_zalloc(dx->arena, terms->nkids * sizeof *out->node_terms);
-            size_t tmark = tly_dx_push(dx, "nodeSelectorTerms");
-            uint32_t i = 0;
-            for (const tly_node *it = terms->kids; it; it = it->next, i++) {
-                size_t imark = tly_dx_push_idx(dx, i);
-                if (tly_dx_node_selector_term(dx, it, &out->node_terms[out->nnode_terms]))
-                    out->nnode_terms++;
-                tly_dx_pop(dx, imark);
-            }
-            tly_dx_pop(dx, tmark);
-        }
-        tly_dx_pop(dx, nmark);
-    }
+    /* A NodeSelector: devices reachable from the nodes its terms select. */
+    decode_node_selector(dx, spec, "nodeSelector", &out->node_terms, &out->nnode_terms,
+                         &out->has_node_selector);
+    tly_dx_bool(dx, spec, "perDeviceNodeSelection", &out->per_device_node_selection);
+    decode_counter_sets(dx, spec, "sharedCounters", &out->counter_sets, &out->ncounter_sets);
 
     const tly_node *seq = tly_dx_seq(dx, spec, "devices");
     if (seq && seq->nkids > 0) {
@@ -473,12 +678,10 @@ void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_s
                     if (member(it, "basic")) {
                         const tly_node *basic = tly_dx_map(dx, it, "basic");
                         size_t bmark = tly_dx_push(dx, "basic");
-                        decode_device_attrs(dx, basic, d);
-                        decode_device_capacity(dx, basic, d);
+                        decode_device_body(dx, basic, out, d);
                         tly_dx_pop(dx, bmark);
                     } else {
-                        decode_device_attrs(dx, it, d);
-                        decode_device_capacity(dx, it, d);
+                        decode_device_body(dx, it, out, d);
                     }
                     out->ndevices++;
                 }

@@ -15,18 +15,31 @@
 ** the devices actually chosen, as the seed requires.
 **
 ** Indexes (built once by tly_dra_create):
-**   - every device of every slice gets an index; a device is identified by
-**     (driver, pool, device) exactly as allocation results name it, and when
-**     two slices list the same identity the first in slice-name order wins;
-**   - per node, the device indices of the slices with that nodeName and of
-**     the allNodes slices, in (slice name, device name) order: the order in
-**     which devices are tried, so that the result is deterministic;
+**   - pools (driver, pool name): only the slices of the newest generation
+**     count; a pool is offered only when complete (resourceSliceCount
+**     slices) and valid (the slices agree on the count, no device twice);
+**   - every device of those slices gets an index; a device is identified by
+**     (driver, pool, device) exactly as allocation results name it;
+**   - per node, the device indices reachable from it (slices with that
+**     nodeName, allNodes slices, and devices of perDeviceNodeSelection
+**     slices by their own node selection), in (slice name, device name)
+**     order: the order in which devices are tried, a declared tie break;
+**     devices of node-selector slices are matched per try;
+**   - shared counters per (driver, pool, set, counter), with what the used
+**     devices consume already taken off;
 **   - DeviceClasses by name, claims and templates by (namespace, name), each
-**     with its selectors compiled once;
-**   - `used` counts per device: the allocation results of the input's claims,
-**     then the devices committed in this run.
-** Slices that use a node selector (neither nodeName nor allNodes) are not
-** offered to any node: tally does not evaluate node selectors on slices.
+**     with its selectors and constraints compiled once;
+**   - `used` counts per device: the allocation results of the input's claims
+**     (adminAccess results excepted), then the devices committed in this run.
+**
+** The search (allocate_all) is the Kubernetes allocator's depth-first
+** search: claims, requests, firstAvailable alternatives and device slots in
+** order, with backtracking, so whether a pod fits does not depend on names.
+** A device is usable when not held (adminAccess: not twice in its claim),
+** its counters are available and the claim's matchAttribute constraints
+** still hold. One ExactCount request's devices are tried as combinations,
+** claims hold at most 32 devices, and the search stops after SEARCH_STEPS
+** device trials (the pod is then UnsupportedConstraint: not evaluated).
 **
 ** The CEL subset
 ** --------------
@@ -737,15 +750,25 @@ typedef struct {
     dra_sels sels;
 } dra_class;
 
+/* A matchAttribute constraint, compiled: the requests it names and the split name. */
+typedef struct {
+    const tly_device_constraint *c;
+    const char *domain, *name;
+} dra_constraint;
+
 typedef struct {
     const tly_claim_spec *spec;
     dra_sels *reqs;                /* one per request */
+    dra_constraint *cons;          /* one per constraint */
+    const char *err;               /* a constraint tally does not evaluate, or NULL */
+    const char *invalid;           /* the object did not decode: the pod is Invalid */
 } dra_spec;
 
 typedef struct {
     const char *queue;
     uint32_t users, charged;
 } dra_qref;
+
 
 typedef struct {
     const tly_resource_claim *claim;
@@ -758,11 +781,48 @@ typedef struct {
     uint32_t nq, capq;
 } dra_claim;
 
+/*
+** A resource pool (driver, pool name): the slices of its newest generation.
+** Devices of a pool that is incomplete (fewer slices than resourceSliceCount)
+** or invalid (slices disagree on the count, a device listed twice) are not
+** offered; allocation results may still name them.
+*/
+typedef struct {
+    const char *driver, *name;
+    int64_t gen, count;
+    uint32_t nslices;
+    bool disagree;                 /* slices of the generation differ in resourceSliceCount */
+    const char *dup;               /* a device name listed twice, or NULL */
+} dra_pool;
+
+/* A shared counter of a pool's counter set: its value less what used devices consume. */
+typedef struct {
+    const char *set, *name;
+    tly_qty avail;
+    tly_qty pending;               /* consumed by the devices picked in try `epoch` */
+    uint32_t epoch;
+} dra_counter;
+
+/* One counter a device consumes. */
+typedef struct {
+    uint32_t counter;
+    tly_qty amount;
+} dra_use;
+
 typedef struct {
     const tly_resource_slice *slice;
     const tly_device *dev;
-    uint32_t used;                 /* claims holding it */
-    uint32_t pick;                 /* epoch of the try that chose it */
+    uint32_t pool;
+    uint32_t used;                 /* claims holding it (admin access not counted) */
+    uint32_t pick;                 /* epoch of the try that picked it ... */
+    uint32_t npick;                /* ... and how many times in that try */
+    uint32_t ufirst, nuse;         /* its counters: d->uses[ufirst .. ufirst + nuse) */
+    const char *bad;               /* why it is never offered (unknown counter), or NULL */
+    /* where it is reachable: the slice's node selection, or the device's own */
+    const char *node_name;
+    bool all_nodes, has_terms;
+    const tly_selector *terms;
+    uint32_t nterms;
 } dra_devent;
 
 typedef struct {
@@ -776,6 +836,15 @@ struct tly_dra {
     tly_arena *a;
     dra_devent *devs;
     uint32_t ndevs;
+    dra_pool *pools;
+    uint32_t npools;
+    tly_strmap poolmap;            /* driver\x1fpool -> index + 1 */
+    dra_counter *counters;
+    uint32_t ncounters;
+    tly_strmap countermap;         /* driver\x1fpool\x1fset/counter -> index + 1 */
+    dra_use *uses;
+    uint32_t nuses;
+    uint64_t steps_max;            /* the search bound of the last tly_dra_try() (bench) */
     tly_strmap devkey;             /* driver\x1fpool\x1fdevice -> index + 1 */
     dra_nodeent *nodes;
     uint32_t nnodes;
@@ -839,6 +908,34 @@ static void compile_sels(tly_dra *d, const char *const *exprs, uint32_t n, const
 }
 
 /*
+** The claim's constraints: matchAttribute split into domain and name once;
+** any other kind makes the claim unsupported (out->err quotes it).
+*/
+static void compile_constraints(tly_dra *d, const tly_meta *m, const tly_claim_spec *spec,
+                                dra_spec *out)
+{
+    if (!spec->nconstraints)
+        return;
+    out->cons = tly_arena_zalloc(d->a, spec->nconstraints * sizeof *out->cons);
+    for (uint32_t i = 0; i < spec->nconstraints; i++) {
+        const tly_device_constraint *c = &spec->constraints[i];
+        out->cons[i].c = c;
+        if (c->unsupported || !c->match_attribute) {
+            if (!out->err)
+                out->err = tly_arena_printf(d->a, "%s %s/%s constraint %u uses %s, which tally "
+                                            "does not evaluate", tly_kind_name(m->kind),
+                                            m->ns ? m->ns : "", m->name, i,
+                                            c->unsupported ? c->unsupported : "no matchAttribute");
+            continue;
+        }
+        const char *slash = strchr(c->match_attribute, '/');
+        out->cons[i].domain = tly_arena_strndup(d->a, c->match_attribute,
+                                                (size_t)(slash - c->match_attribute));
+        out->cons[i].name = slash + 1;
+    }
+}
+
+/*
 ** Compiles every request of a claim or template spec. The messages are
 ** composed here, once, so that tly_dra_try() returns them without copying
 ** (an unsupported selector can be long).
@@ -846,6 +943,12 @@ static void compile_sels(tly_dra *d, const char *const *exprs, uint32_t n, const
 static void compile_spec(tly_dra *d, const tly_meta *m, const tly_claim_spec *spec, dra_spec *out)
 {
     out->spec = spec;
+    if (m->errors)
+        out->invalid = tly_arena_printf(d->a, "%s %s/%s is invalid (%u decode error%s; tally "
+                                        "validate lists them)", tly_kind_name(m->kind),
+                                        m->ns ? m->ns : "", m->name, m->errors,
+                                        m->errors == 1 ? "" : "s");
+    compile_constraints(d, m, spec, out);
     out->reqs = spec->nrequests ? tly_arena_zalloc(d->a, spec->nrequests * sizeof *out->reqs)
                                 : NULL;
     for (uint32_t r = 0; r < spec->nrequests; r++) {
@@ -903,55 +1006,224 @@ static dra_qref *qref(dra_claim *c, const char *queue, tly_dra *d)
     return &c->q[c->nq++];
 }
 
-static void index_slices(tly_dra *d)
+/* The pool of slice sl (created on first sight), as an index into d->pools. */
+static uint32_t pool_of(tly_dra *d, const tly_resource_slice *sl)
+{
+    uint32_t v = map_get(&d->poolmap, sl->driver, sl->pool, NULL);
+    if (v)
+        return v - 1;
+    d->pools = tly_xrealloc(d->pools, (d->npools + 1) * sizeof *d->pools);
+    d->pools[d->npools] = (dra_pool){.driver = sl->driver, .name = sl->pool, .gen = INT64_MIN};
+    map_put(d, &d->poolmap, sl->driver, sl->pool, NULL, d->npools + 1);
+    return d->npools++;
+}
+
+/* Pass 1 over the slices: each pool's newest generation and whether its slices agree. */
+static void gather_pools(tly_dra *d)
+{
+    uint32_t ns = tly_store_count(d->s, TLY_K_RESOURCE_SLICE);
+    for (uint32_t i = 0; i < ns; i++) {
+        const tly_resource_slice *sl = tly_store_at(d->s, TLY_K_RESOURCE_SLICE, i);
+        if (!sl->driver || !sl->pool)
+            continue;
+        uint32_t pi = pool_of(d, sl);  /* may move d->pools */
+        dra_pool *pl = &d->pools[pi];
+        if (sl->generation > pl->gen) {
+            /* A newer generation replaces every older slice. */
+            pl->gen = sl->generation;
+            pl->count = sl->slice_count;
+            pl->nslices = 0;
+            pl->disagree = false;
+        }
+        if (sl->generation == pl->gen) {
+            pl->nslices++;
+            pl->disagree |= sl->slice_count != pl->count;
+        }
+    }
+}
+
+/* Whether pool `pool` may be allocated from; else *why says why (invalid, incomplete). */
+static bool pool_ok(const tly_dra *d, uint32_t pool, const char **why)
+{
+    const dra_pool *pl = &d->pools[pool];
+    if (pl->disagree || pl->dup) {
+        *why = "invalid";
+        return false;
+    }
+    if ((int64_t)pl->nslices != pl->count) {
+        *why = "incomplete (being updated)";
+        return false;
+    }
+    return true;
+}
+
+/* The counters of slice sl's sharedCounters, indexed by (driver, pool, set/counter). */
+static void index_counters(tly_dra *d, const tly_resource_slice *sl)
+{
+    for (uint32_t k = 0; k < sl->ncounter_sets; k++) {
+        const tly_counter_set *cs = &sl->counter_sets[k];
+        for (uint32_t j = 0; j < cs->ncounters; j++) {
+            char z[512];
+            snprintf(z, sizeof z, "%s/%s", cs->name, cs->counters[j].name);
+            if (map_get(&d->countermap, sl->driver, sl->pool, z))
+                continue;  /* validation keeps names unique; the first stays */
+            d->counters = tly_xrealloc(d->counters, (d->ncounters + 1) * sizeof *d->counters);
+            d->counters[d->ncounters] = (dra_counter){cs->name, cs->counters[j].name,
+                                                      cs->counters[j].value, {0, 0}, 0};
+            map_put(d, &d->countermap, sl->driver, sl->pool, z, ++d->ncounters);
+        }
+    }
+}
+
+/* Resolves device gi's consumesCounters; an unknown counter keeps it from being offered. */
+static void index_uses(tly_dra *d, uint32_t gi)
+{
+    dra_devent *de = &d->devs[gi];
+    de->ufirst = d->nuses;
+    for (uint32_t k = 0; k < de->dev->nconsumes; k++) {
+        const tly_counter_set *cs = &de->dev->consumes[k];
+        for (uint32_t j = 0; j < cs->ncounters; j++) {
+            char z[512];
+            snprintf(z, sizeof z, "%s/%s", cs->name, cs->counters[j].name);
+            uint32_t ci = map_get(&d->countermap, de->slice->driver, de->slice->pool, z);
+            if (!ci) {
+                de->bad = tly_arena_printf(d->a, "it consumes counter %s of counter set %s, which "
+                                           "pool %s/%s does not share", cs->counters[j].name,
+                                           cs->name, de->slice->driver, de->slice->pool);
+                continue;
+            }
+            d->uses = tly_xrealloc(d->uses, (d->nuses + 1) * sizeof *d->uses);
+            d->uses[d->nuses++] = (dra_use){ci - 1, cs->counters[j].value};
+        }
+    }
+    de->nuse = d->nuses - de->ufirst;
+}
+
+/* Where device dv of slice sl is reachable: the slice's selection or, per device, its own. */
+static void set_reach(dra_devent *de, const tly_resource_slice *sl, const tly_device *dv)
+{
+    if (sl->per_device_node_selection) {
+        de->node_name = dv->node_name;
+        de->all_nodes = dv->all_nodes;
+        de->has_terms = dv->has_node_selector;
+        de->terms = dv->node_terms;
+        de->nterms = dv->nnode_terms;
+    } else {
+        de->node_name = sl->node_name;
+        de->all_nodes = sl->all_nodes;
+        de->has_terms = sl->has_node_selector;
+        de->terms = sl->node_terms;
+        de->nterms = sl->nnode_terms;
+    }
+}
+
+/* The node entry of `name`, created when new. */
+static dra_nodeent *node_entry(tly_dra *d, const char *name)
+{
+    uintptr_t v = (uintptr_t)tly_strmap_get(&d->nodemap, name, strlen(name));
+    if (v)
+        return &d->nodes[v - 1];
+    d->nodes = tly_xrealloc(d->nodes, (d->nnodes + 1) * sizeof *d->nodes);
+    d->nodes[d->nnodes] = (dra_nodeent){.name = name};
+    d->nnodes++;
+    tly_strmap_put(&d->nodemap, name, strlen(name), (void *)(uintptr_t)d->nnodes);
+    return &d->nodes[d->nnodes - 1];
+}
+
+/* Every node that some slice or device names gets an entry before devices are listed. */
+static uint32_t make_nodes(tly_dra *d)
 {
     uint32_t ns = tly_store_count(d->s, TLY_K_RESOURCE_SLICE), total = 0;
     for (uint32_t i = 0; i < ns; i++) {
         const tly_resource_slice *sl = tly_store_at(d->s, TLY_K_RESOURCE_SLICE, i);
         total += sl->ndevices;
-        if (sl->node_name && !tly_strmap_get(&d->nodemap, sl->node_name, strlen(sl->node_name))) {
-            d->nodes = tly_xrealloc(d->nodes, (d->nnodes + 1) * sizeof *d->nodes);
-            d->nodes[d->nnodes] = (dra_nodeent){.name = sl->node_name};
-            d->nnodes++;
-            tly_strmap_put(&d->nodemap, sl->node_name, strlen(sl->node_name),
-                           (void *)(uintptr_t)d->nnodes);
-        }
+        if (sl->node_name)
+            node_entry(d, sl->node_name);
+        for (uint32_t k = 0; sl->per_device_node_selection && k < sl->ndevices; k++)
+            if (sl->devices[k].node_name)
+                node_entry(d, sl->devices[k].node_name);
     }
+    return total;
+}
+
+/* Lists device gi where it is reachable: its node, every node (allNodes), or the selector list. */
+static void list_device(tly_dra *d, uint32_t gi)
+{
+    const dra_devent *de = &d->devs[gi];
+    if (de->node_name) {
+        node_push(node_entry(d, de->node_name), gi);
+    } else if (de->all_nodes) {
+        d->alldevs[d->nall++] = gi;
+        for (uint32_t j = 0; j < d->nnodes; j++)
+            node_push(&d->nodes[j], gi);
+    } else if (de->has_terms) {
+        d->seldevs[d->nsel++] = gi;
+    }
+}
+
+/*
+** Every device of the newest generation of each pool gets an index, in
+** (slice name, device name) order; a device name listed twice in a pool
+** makes the pool invalid (its first listing keeps the index, so that
+** allocation results still find it).
+*/
+static void index_slices(tly_dra *d)
+{
+    gather_pools(d);
+    uint32_t ns = tly_store_count(d->s, TLY_K_RESOURCE_SLICE), total = make_nodes(d);
     d->devs = tly_xcalloc(total ? total : 1, sizeof *d->devs);
     d->alldevs = tly_xcalloc(total ? total : 1, sizeof *d->alldevs);
     d->seldevs = tly_xcalloc(total ? total : 1, sizeof *d->seldevs);
+    for (uint32_t i = 0; i < ns; i++) {
+        const tly_resource_slice *sl = tly_store_at(d->s, TLY_K_RESOURCE_SLICE, i);
+        if (sl->driver && sl->pool && sl->generation == d->pools[pool_of(d, sl)].gen)
+            index_counters(d, sl);
+    }
     const tly_device **sorted = tly_xcalloc(1, sizeof *sorted);
     for (uint32_t i = 0; i < ns; i++) {
         const tly_resource_slice *sl = tly_store_at(d->s, TLY_K_RESOURCE_SLICE, i);
         if (!sl->driver || !sl->pool || sl->ndevices == 0)
             continue;
+        uint32_t pool = pool_of(d, sl);
+        if (sl->generation != d->pools[pool].gen)
+            continue;  /* out-dated: the driver has published a newer generation */
         sorted = tly_xrealloc(sorted, sl->ndevices * sizeof *sorted);
         for (uint32_t k = 0; k < sl->ndevices; k++)
             sorted[k] = &sl->devices[k];
         qsort(sorted, sl->ndevices, sizeof *sorted, cmp_dev_name);
-        dra_nodeent *ne = NULL;
-        if (sl->node_name)
-            ne = &d->nodes[(uintptr_t)tly_strmap_get(&d->nodemap, sl->node_name,
-                                                     strlen(sl->node_name)) - 1];
         for (uint32_t k = 0; k < sl->ndevices; k++) {
             const tly_device *dv = sorted[k];
-            if (!dv->name || map_get(&d->devkey, sl->driver, sl->pool, dv->name))
-                continue;  /* the same device in an earlier slice wins */
-            uint32_t gi = d->ndevs++;
-            d->devs[gi] = (dra_devent){.slice = sl, .dev = dv};
-            map_put(d, &d->devkey, sl->driver, sl->pool, dv->name, gi + 1);
-            if (ne) {
-                node_push(ne, gi);
-            } else if (sl->all_nodes) {
-                d->alldevs[d->nall++] = gi;
-                for (uint32_t j = 0; j < d->nnodes; j++)
-                    node_push(&d->nodes[j], gi);
-            } else if (sl->has_node_selector) {
-                d->seldevs[d->nsel++] = gi;
+            if (!dv->name)
+                continue;
+            if (map_get(&d->devkey, sl->driver, sl->pool, dv->name)) {
+                d->pools[pool].dup = dv->name;
+                continue;
             }
+            uint32_t gi = d->ndevs++;
+            d->devs[gi] = (dra_devent){.slice = sl, .dev = dv, .pool = pool};
+            set_reach(&d->devs[gi], sl, dv);
+            index_uses(d, gi);
+            map_put(d, &d->devkey, sl->driver, sl->pool, dv->name, gi + 1);
+            list_device(d, gi);
         }
     }
     free(sorted);
+}
+
+/* A device becomes used (+1) or free (-1); its counters follow the first and last use. */
+static void dev_use(tly_dra *d, uint32_t gi, int delta)
+{
+    dra_devent *de = &d->devs[gi];
+    if (delta < 0 && de->used == 0)
+        return;
+    bool edge = delta > 0 ? de->used == 0 : de->used == 1;
+    de->used = (uint32_t)((int64_t)de->used + delta);
+    for (uint32_t k = 0; edge && k < de->nuse; k++) {
+        const dra_use *u = &d->uses[de->ufirst + k];
+        tly_qty *av = &d->counters[u->counter].avail, r;
+        if ((delta > 0 ? tly_qty_sub(*av, u->amount, &r) : tly_qty_add(*av, u->amount, &r)) == TLY_OK)
+            *av = r;
+    }
 }
 
 /* The device index of an allocation result, or NONE. */
@@ -979,8 +1251,8 @@ static void index_claims(tly_dra *d)
             for (uint32_t r = 0; r < c->nresults; r++) {
                 uint32_t gi = result_dev(d, c->results[r].driver, c->results[r].pool,
                                          c->results[r].device);
-                if (gi != NONE)
-                    d->devs[gi].used++;
+                if (gi != NONE && !c->results[r].admin_access)
+                    dev_use(d, gi, +1);
             }
         /* Users known from the input: the queue label (KAI's shared-claim rule) and reservedFor. */
         const char *lq = tly_kvs_get(&c->meta.labels, label_key);
@@ -1019,6 +1291,8 @@ tly_dra *tly_dra_create(tly_store *s)
     tly_strmap_init(&d->tmplmap);
     tly_strmap_init(&d->genmap);
     tly_strmap_init(&d->tnames);
+    tly_strmap_init(&d->poolmap);
+    tly_strmap_init(&d->countermap);
     index_slices(d);
 
     d->nclasses = tly_store_count(s, TLY_K_DEVICE_CLASS);
@@ -1059,6 +1333,11 @@ void tly_dra_destroy(tly_dra *d)
     tly_strmap_free(&d->tmplmap);
     tly_strmap_free(&d->genmap);
     tly_strmap_free(&d->tnames);
+    tly_strmap_free(&d->poolmap);
+    tly_strmap_free(&d->countermap);
+    free(d->pools);
+    free(d->counters);
+    free(d->uses);
     tly_arena_destroy(d->a);
     free(d);
 }
@@ -1205,6 +1484,11 @@ static bool sels_match(const dra_sels *s, const char *driver, const tly_device *
 static int check_spec(tly_dra *d, const tly_dra_claim_choice *e, const dra_spec *ds,
                       const char **why, bool *missing, char *miss, size_t cap)
 {
+    if (ds->err) {
+        if (why)
+            *why = ds->err;
+        return -1;
+    }
     for (uint32_t r = 0; r < ds->spec->nrequests; r++) {
         const tly_device_request *rq = &ds->spec->requests[r];
         if (ds->reqs[r].err) {
@@ -1232,71 +1516,413 @@ static int check_spec(tly_dra *d, const tly_dra_claim_choice *e, const dra_spec 
     return 1;
 }
 
+/* ---- the search ------------------------------------------------------ */
+
+/* Kubernetes' AllocationResultsMaxSize: the devices one claim may hold. */
+#define CLAIM_MAX_DEVICES 32
+/* tally's bound on device trials per tly_dra_try() (Kubernetes bounds by a timeout). */
+#define SEARCH_STEPS 200000
+
 /*
-** Chooses devices on `node` (list[0..nlist)) for one request, or one
-** subrequest of a firstAvailable request: rq is its exact part, sels its
-** compiled selectors, name what allocation results call it ("req" or
-** "req/sub"). 1 when it is satisfied, else 0 with *why.
+** One request, or one subrequest of a firstAvailable request, on one node:
+** the devices that its class and selectors accept, that are reachable and
+** tolerated and whose pool may be allocated from (in the node's order).
 */
-static int allocate_one(tly_dra *d, tly_dra_claim_choice *e, const tly_device_request *rq,
-                        const dra_sels *sels, const char *name, const uint32_t *list,
-                        uint32_t nlist, const char *node, tly_dra_choice *c, const char **why)
+typedef struct {
+    const tly_device_request *rq;
+    const char *name;              /* the result name: "req" or "req/sub" */
+    const char *base, *sub;        /* for constraints: the request, and the subrequest or NULL */
+    uint32_t *cand;
+    uint32_t ncand, nfree;         /* nfree: candidates no claim holds */
+    uint32_t need;                 /* ExactCount: count; All: ncand */
+    bool all, admin;
+} dra_unit;
+
+/* A request of a claim: units[first .. first + n), alternatives when firstAvailable. */
+typedef struct {
+    uint32_t first, n;
+    bool fa;
+} dra_req;
+
+/* A matchAttribute constraint's state in the search: the value the first device set. */
+typedef struct {
+    const tly_attr *val;
+    uint32_t n;
+} dra_cstate;
+
+typedef struct {
+    tly_dra_claim_choice *e;
+    const dra_spec *ds;
+    uint32_t rfirst, nreq;
+    dra_cstate *cs;                /* one per constraint */
+} dra_sclaim;
+
+typedef struct {
+    tly_dra *d;
+    tly_dra_choice *c;
+    const char *node;
+    const uint32_t *list;          /* the devices reachable from the node */
+    uint32_t nlist;
+    dra_sclaim *claims;
+    uint32_t nclaims;
+    dra_req *reqs;
+    uint32_t nreqs;
+    dra_unit *units;
+    uint32_t nunits;
+    uint64_t steps;
+    const char *stop;              /* why the search stopped early (fatal for this node) */
+    int stop_rc;                   /* 0 the node fails, -1 unsupported */
+    bool limit_hit, counters_hit, constraint_hit;
+} dra_search;
+
+static bool taints_tolerated(const tly_device *dev, const tly_device_request *rq)
 {
+    for (uint32_t i = 0; i < dev->ntaints; i++) {
+        const tly_taint *t = &dev->taints[i];
+        /* Only NoSchedule and NoExecute keep a device from being allocated (None does not). */
+        if (!t->effect || (strcmp(t->effect, "NoSchedule") && strcmp(t->effect, "NoExecute")))
+            continue;
+        if (!tly_tolerates(rq->tolerations, rq->ntolerations, t))
+            return false;
+    }
+    return true;
+}
+
+/* Whether device gi is one that unit u may ever take on this node (state aside). */
+static bool selectable(const tly_dra *d, const dra_class *cl, const dra_sels *sels,
+                       const tly_device_request *rq, uint32_t gi)
+{
+    const dra_devent *de = &d->devs[gi];
+    const char *why;
+    if (de->bad || !pool_ok(d, de->pool, &why))
+        return false;
+    if (!taints_tolerated(de->dev, rq))
+        return false;
+    return sels_match(&cl->sels, de->slice->driver, de->dev) &&
+           sels_match(sels, de->slice->driver, de->dev);
+}
+
+/*
+** For an All request: Kubernetes refuses it when any pool reachable from
+** the node is incomplete or invalid, since "all" is not known then.
+*/
+static bool all_pools_problem(dra_search *sc, const tly_dra_claim_choice *e, const char *name,
+                              const char **why)
+{
+    for (uint32_t k = 0; k < sc->nlist; k++) {
+        const dra_devent *de = &sc->d->devs[sc->list[k]];
+        const char *w;
+        if (!pool_ok(sc->d, de->pool, &w))
+            return whyf(sc->c, why, 1, "ResourceClaim %s/%s request %s asks for all devices, "
+                        "but resource pool %s/%s is %s", e->ns, e->name, name,
+                        de->slice->driver, de->slice->pool, w);
+    }
+    return false;
+}
+
+/* Fills unit u for request (or subrequest) rq named `name`; 0 with *why when it cannot work. */
+static int make_unit(dra_search *sc, const tly_dra_claim_choice *e, dra_unit *u,
+                     const tly_device_request *rq, const dra_sels *sels, const char *name,
+                     const char *base, const char *sub, const char **why)
+{
+    tly_dra *d = sc->d;
     const dra_class *cl = find_class(d, rq->device_class);
-    if (!cl)  /* check_spec() reported it; kept for safety */
-        return whyf(c, why, 0, "DeviceClass %s does not exist",
-                    rq->device_class ? rq->device_class : "?");
-    bool all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
-    int64_t need = all ? INT64_MAX : (rq->count > 0 ? rq->count : 1), got = 0;
-    for (uint32_t k = 0; k < nlist && got < need; k++) {
-        uint32_t gi = list[k];
-        dra_devent *de = &d->devs[gi];
-        bool busy = de->used > 0 || de->pick == d->epoch;
-        if (busy && !all)
+    *u = (dra_unit){.rq = rq, .name = name, .base = base, .sub = sub};
+    u->all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
+    u->admin = rq->admin_access;
+    u->cand = tly_xmalloc((sc->nlist ? sc->nlist : 1) * sizeof *u->cand);
+    for (uint32_t k = 0; cl && k < sc->nlist; k++) {
+        uint32_t gi = sc->list[k];
+        if (!selectable(d, cl, sels, rq, gi))
             continue;
-        if (!sels_match(&cl->sels, de->slice->driver, de->dev) ||
-            !sels_match(sels, de->slice->driver, de->dev))
-            continue;
-        if (busy)
-            return whyf(c, why, 0,
-                        "ResourceClaim %s/%s request %s wants all devices of class %s, but "
-                        "device %s/%s/%s is in use",
-                        e->ns, e->name, name, rq->device_class, de->slice->driver,
-                        de->slice->pool, de->dev->name);
-        de->pick = d->epoch;
-        tly_dra_dev dv = {name, rq->device_class, de->slice->driver, de->slice->pool,
-                          de->dev->name, de->dev, gi};
-        add_dev(c, e, &dv);
-        got++;
+        u->cand[u->ncand++] = gi;
+        u->nfree += d->devs[gi].used == 0 || u->admin;
     }
-    if (all ? got == 0 : got < need) {
-        if (all)
-            return whyf(c, why, 0,
-                        "insufficient devices of class %s (ResourceClaim %s/%s request %s "
-                        "wants all, none on node %s)",
-                        rq->device_class, e->ns, e->name, name, node ? node : "?");
-        return whyf(c, why, 0,
-                    "insufficient devices of class %s (ResourceClaim %s/%s request %s needs "
-                    "%lld, %lld free on node %s)",
-                    rq->device_class, e->ns, e->name, name, (long long)need, (long long)got,
-                    node ? node : "?");
+    const char *cls = rq->device_class ? rq->device_class : "?", *node = sc->node ? sc->node : "?";
+    if (u->all) {
+        u->need = u->ncand;
+        if (all_pools_problem(sc, e, name, why))
+            return 0;
+        if (u->ncand == 0)
+            return whyf(sc->c, why, 0, "insufficient devices of class %s (ResourceClaim %s/%s "
+                        "request %s wants all, none on node %s)", cls, e->ns, e->name, name,
+                        node);
+        for (uint32_t k = 0; k < u->ncand && !u->admin; k++) {
+            const dra_devent *de = &d->devs[u->cand[k]];
+            if (de->used)
+                return whyf(sc->c, why, 0, "ResourceClaim %s/%s request %s wants all devices of "
+                            "class %s, but device %s/%s/%s is in use", e->ns, e->name, name, cls,
+                            de->slice->driver, de->slice->pool, de->dev->name);
+        }
+        return 1;
     }
+    u->need = rq->count > 0 && rq->count <= UINT32_MAX ? (uint32_t)rq->count : UINT32_MAX;
+    if (u->nfree < u->need)
+        return whyf(sc->c, why, 0, "insufficient devices of class %s (ResourceClaim %s/%s "
+                    "request %s needs %lld, %u free on node %s)", cls, e->ns, e->name, name,
+                    (long long)rq->count, u->nfree, node);
     return 1;
 }
 
 /*
-** Chooses devices on `node` for every request of the claim entry e. A
-** firstAvailable request takes the first of its subrequests that can be
-** satisfied there, as the Kubernetes allocator does (results name
-** "request/subrequest"); a subrequest that falls short gives back the
-** devices it had picked before the next one is tried.
+** The units of one request of claim e. A firstAvailable request keeps the
+** subrequests that could work at all; when none can, *why quotes the first.
 */
-static int allocate_requests(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds,
-                             const uint32_t *list, uint32_t nlist, const char *node,
-                             tly_dra_choice *c, const char **why);
+static int make_request(dra_search *sc, const tly_dra_claim_choice *e, const dra_spec *ds,
+                        uint32_t r, const char **why)
+{
+    const tly_device_request *rq = &ds->spec->requests[r];
+    dra_req *q = &sc->reqs[sc->nreqs++];
+    *q = (dra_req){.first = sc->nunits, .fa = rq->first_available};
+    if (!rq->first_available) {
+        q->n = 1;
+        return make_unit(sc, e, &sc->units[sc->nunits++], rq, &ds->reqs[r], rq->name, rq->name,
+                         NULL, why);
+    }
+    char first[sizeof sc->c->why] = "";
+    for (uint32_t k = 0; k < rq->nsubs; k++) {
+        const char *w = NULL;
+        dra_unit *u = &sc->units[sc->nunits];
+        const dra_sels *alt = &ds->reqs[r].alts[k];
+        if (make_unit(sc, e, u, &rq->subs[k], alt, alt->rname, rq->name, rq->subs[k].name, &w)) {
+            sc->nunits++;
+            q->n++;
+        } else {
+            free(u->cand);
+            u->cand = NULL;
+            if (!first[0])
+                snprintf(first, sizeof first, "%s", w);
+        }
+    }
+    if (q->n == 0)
+        return whyf(sc->c, why, 0, "no subrequest of ResourceClaim %s/%s request %s can be "
+                    "satisfied on node %s (the first: %s)", e->ns, e->name, rq->name,
+                    sc->node ? sc->node : "?", first);
+    return 1;
+}
 
-static int allocate(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds, const char *node,
-                    tly_dra_choice *c, const char **why)
+/* The fewest devices claim c can get (firstAvailable: its smallest alternative). */
+static uint64_t claim_min_devices(const dra_search *sc, const dra_sclaim *c)
+{
+    uint64_t total = 0;
+    for (uint32_t r = 0; r < c->nreq; r++) {
+        const dra_req *q = &sc->reqs[c->rfirst + r];
+        uint64_t least = UINT64_MAX;
+        for (uint32_t k = 0; k < q->n; k++)
+            if (sc->units[q->first + k].need < least)
+                least = sc->units[q->first + k].need;
+        total += least;
+    }
+    return total;
+}
+
+static uint32_t picks(const tly_dra *d, uint32_t gi)
+{
+    return d->devs[gi].pick == d->epoch ? d->devs[gi].npick : 0;
+}
+
+static tly_qty *pending(tly_dra *d, uint32_t counter)
+{
+    dra_counter *k = &d->counters[counter];
+    if (k->epoch != d->epoch) {
+        k->epoch = d->epoch;
+        k->pending = (tly_qty){0, 0};
+    }
+    return &k->pending;
+}
+
+/* Whether the counters device gi consumes are still available with what this try picked. */
+static bool counters_fit(tly_dra *d, uint32_t gi)
+{
+    const dra_devent *de = &d->devs[gi];
+    for (uint32_t k = 0; k < de->nuse; k++) {
+        const dra_use *u = &d->uses[de->ufirst + k];
+        tly_qty sum;
+        if (tly_qty_add(*pending(d, u->counter), u->amount, &sum) != TLY_OK ||
+            tly_qty_cmp(sum, d->counters[u->counter].avail) > 0)
+            return false;
+    }
+    return true;
+}
+
+static bool attr_equal(const tly_attr *a, const tly_attr *b)
+{
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case TLY_ATTR_INT: return a->ival == b->ival;
+    case TLY_ATTR_BOOL: return a->bval == b->bval;
+    default: return a->str && b->str && strcmp(a->str, b->str) == 0;
+    }
+}
+
+/* Whether constraint k of claim c names the unit's request ("req", or "req/sub"). */
+static bool constraint_applies(const dra_constraint *k, const dra_unit *u)
+{
+    if (k->c->nrequests == 0)
+        return true;
+    for (uint32_t i = 0; i < k->c->nrequests; i++) {
+        const char *n = k->c->requests[i];
+        if (strcmp(n, u->base) == 0 || (u->sub && strcmp(n, u->name) == 0))
+            return true;
+    }
+    return false;
+}
+
+/* The attribute device gi gives constraint k (NULL: the device lacks it). */
+static const tly_attr *constraint_attr(const tly_dra *d, const dra_constraint *k, uint32_t gi)
+{
+    const dra_devent *de = &d->devs[gi];
+    return find_attr(de->dev, de->slice->driver, k->domain, k->name);
+}
+
+/* Whether unit u of claim c may take device gi now (in use, counters, constraints). */
+static bool usable(dra_search *sc, const dra_sclaim *c, const dra_unit *u, uint32_t gi)
+{
+    tly_dra *d = sc->d;
+    if (u->admin) {
+        /* Admin access shares devices with other claims, never within its own claim. */
+        for (uint32_t k = c->e->first; k < sc->c->ndevs; k++)
+            if (sc->c->devs[k].index == gi)
+                return false;
+    } else if (d->devs[gi].used || picks(d, gi)) {
+        return false;
+    }
+    if (!counters_fit(d, gi)) {
+        sc->counters_hit = true;
+        return false;
+    }
+    for (uint32_t k = 0; k < c->ds->spec->nconstraints; k++) {
+        const dra_constraint *ck = &c->ds->cons[k];
+        if (!constraint_applies(ck, u))
+            continue;
+        const tly_attr *a = constraint_attr(d, ck, gi);
+        if (!a || (c->cs[k].n && !attr_equal(a, c->cs[k].val))) {
+            sc->constraint_hit = true;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Takes device gi for unit u of claim c (push) or gives it back (pop, in reverse order). */
+static void take(dra_search *sc, dra_sclaim *c, const dra_unit *u, uint32_t gi, bool push)
+{
+    tly_dra *d = sc->d;
+    dra_devent *de = &d->devs[gi];
+    if (de->pick != d->epoch) {
+        de->pick = d->epoch;
+        de->npick = 0;
+    }
+    de->npick = push ? de->npick + 1 : de->npick - 1;
+    for (uint32_t k = 0; k < de->nuse; k++) {
+        const dra_use *us = &d->uses[de->ufirst + k];
+        tly_qty *p = pending(d, us->counter), r;
+        if ((push ? tly_qty_add(*p, us->amount, &r) : tly_qty_sub(*p, us->amount, &r)) == TLY_OK)
+            *p = r;
+    }
+    for (uint32_t k = 0; k < c->ds->spec->nconstraints; k++) {
+        const dra_constraint *ck = &c->ds->cons[k];
+        if (!constraint_applies(ck, u))
+            continue;
+        if (push && c->cs[k].n++ == 0)
+            c->cs[k].val = constraint_attr(d, ck, gi);
+        else if (!push)
+            c->cs[k].n--;
+    }
+    if (!push) {
+        sc->c->ndevs--;
+        c->e->ndevs--;
+        return;
+    }
+    tly_dra_dev dv = {u->name, u->rq->device_class, de->slice->driver, de->slice->pool,
+                      de->dev->name, de->dev, gi, u->admin};
+    add_dev(sc->c, c->e, &dv);
+}
+
+static int search(dra_search *sc, uint32_t ci, uint32_t ri, uint32_t alt, uint32_t slot,
+                  uint32_t start);
+
+/* Slot `slot` of unit u: one device, tried in the node's order from `start`. */
+static int search_slot(dra_search *sc, uint32_t ci, uint32_t ri, uint32_t alt, uint32_t slot,
+                       uint32_t start)
+{
+    dra_sclaim *c = &sc->claims[ci];
+    const dra_unit *u = &sc->units[sc->reqs[c->rfirst + ri].first + alt];
+    if ((uint64_t)c->e->ndevs + (u->need - slot) > CLAIM_MAX_DEVICES) {
+        sc->limit_hit = true;
+        return 0;
+    }
+    /* All: the devices are known, in order; ExactCount: combinations in list order. */
+    uint32_t end = u->all ? slot + 1 : u->ncand;
+    for (uint32_t k = u->all ? slot : start; k < end; k++) {
+        uint32_t gi = u->cand[k];
+        if (++sc->steps > SEARCH_STEPS) {
+            sc->stop = "bound";
+            sc->stop_rc = -1;
+            return -1;
+        }
+        bool hit = sc->constraint_hit;
+        sc->constraint_hit = false;
+        bool ok = usable(sc, c, u, gi);
+        bool broke = sc->constraint_hit;
+        sc->constraint_hit |= hit;
+        if (!ok && u->all && broke) {
+            /* As in Kubernetes: a constraint that refuses one of "all" devices is an error. */
+            sc->stop = "constraint";
+            whyf(sc->c, NULL, 0, "ResourceClaim %s/%s request %s wants all devices, but device "
+                 "%s/%s/%s does not satisfy constraint matchAttribute of the claim", c->e->ns,
+                 c->e->name, u->name, sc->d->devs[gi].slice->driver, sc->d->devs[gi].slice->pool,
+                 sc->d->devs[gi].dev->name);
+            return -1;
+        }
+        if (!ok)
+            continue;
+        take(sc, c, u, gi, true);
+        int rc = search(sc, ci, ri, alt, slot + 1, k + 1);
+        if (rc == 1)
+            return 1;
+        take(sc, c, u, gi, false);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/*
+** Depth-first search, as the Kubernetes allocator does: claim ci, request
+** ri, alternative alt (NONE: not chosen yet), device slot. Returns 1 when
+** every claim is satisfied (the choice holds the devices), 0 when not, -1
+** when the search stopped (sc->stop).
+*/
+static int search(dra_search *sc, uint32_t ci, uint32_t ri, uint32_t alt, uint32_t slot,
+                  uint32_t start)
+{
+    if (ci == sc->nclaims)
+        return 1;
+    dra_sclaim *c = &sc->claims[ci];
+    if (ri == 0 && alt == NONE) {
+        c->e->first = sc->c->ndevs;
+        c->e->ndevs = 0;
+    }
+    if (ri == c->nreq)
+        return search(sc, ci + 1, 0, NONE, 0, 0);
+    const dra_req *q = &sc->reqs[c->rfirst + ri];
+    if (alt == NONE) {
+        for (uint32_t k = 0; k < q->n; k++) {
+            int rc = search(sc, ci, ri, k, 0, 0);
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
+    if (slot == sc->units[q->first + alt].need)
+        return search(sc, ci, ri + 1, NONE, 0, 0);
+    return search_slot(sc, ci, ri, alt, slot, start);
+}
+
+/* The devices reachable from `node`: its own and allNodes slices', then selector slices'. */
+static uint32_t *node_devices(tly_dra *d, const char *node, uint32_t *n)
 {
     const uint32_t *list = d->alldevs;
     uint32_t nlist = d->nall;
@@ -1305,72 +1931,148 @@ static int allocate(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds, con
         list = d->nodes[ni - 1].devs;
         nlist = d->nodes[ni - 1].n;
     }
-    /* Devices of nodeSelector slices that select this node come after the node's own. */
-    uint32_t *merged = NULL;
-    if (d->nsel) {
-        merged = tly_xmalloc((nlist + d->nsel) * sizeof *merged);
+    uint32_t *merged = tly_xmalloc((nlist + d->nsel + 1) * sizeof *merged);
+    if (nlist)
         memcpy(merged, list, nlist * sizeof *merged);
-        const tly_resource_slice *last = NULL;
-        bool sel = false;
-        uint32_t n = nlist;
-        for (uint32_t k = 0; k < d->nsel; k++) {
-            const tly_resource_slice *sl = d->devs[d->seldevs[k]].slice;
-            if (sl != last) {
-                sel = slice_selects(d, sl, node);
-                last = sl;
-            }
-            if (sel)
-                merged[n++] = d->seldevs[k];
+    for (uint32_t k = 0; k < d->nsel; k++)
+        if (dev_on_node(d, d->seldevs[k], node))
+            merged[nlist++] = d->seldevs[k];
+    *n = nlist;
+    return merged;
+}
+
+static void search_free(dra_search *sc)
+{
+    for (uint32_t u = 0; u < sc->nunits; u++)
+        free(sc->units[u].cand);
+    for (uint32_t i = 0; i < sc->nclaims; i++)
+        free(sc->claims[i].cs);
+    free(sc->units);
+    free(sc->reqs);
+    free(sc->claims);
+    free((void *)sc->list);
+}
+
+/* Adds claim e (spec ds) to the search; 0 with *why when one of its requests cannot work. */
+static int search_add_claim(dra_search *sc, tly_dra_claim_choice *e, const dra_spec *ds,
+                            const char **why)
+{
+    dra_sclaim *c = &sc->claims[sc->nclaims++];
+    *c = (dra_sclaim){.e = e, .ds = ds, .rfirst = sc->nreqs, .nreq = ds->spec->nrequests};
+    c->cs = tly_xcalloc(ds->spec->nconstraints + 1, sizeof *c->cs);
+    for (uint32_t r = 0; r < ds->spec->nrequests; r++)
+        if (!make_request(sc, e, ds, r, why))
+            return 0;
+    uint64_t least = claim_min_devices(sc, c);
+    if (least > CLAIM_MAX_DEVICES)
+        return whyf(sc->c, why, 0, "ResourceClaim %s/%s needs at least %llu devices on node %s, "
+                    "more than the %d a claim may hold", e->ns, e->name,
+                    (unsigned long long)least, sc->node ? sc->node : "?", CLAIM_MAX_DEVICES);
+    return 1;
+}
+
+/* Why the search found nothing: what it met (a constraint, counters, the claim limit). */
+static int search_failure(dra_search *sc, const char **why)
+{
+    const dra_sclaim *c = &sc->claims[0];
+    for (uint32_t i = 0; i < sc->nclaims; i++)
+        if (sc->claims[i].ds->spec->nconstraints) {
+            c = &sc->claims[i];
+            break;
         }
-        list = merged;
-        nlist = n;
+    char what[300] = "";
+    if (sc->constraint_hit && c->ds->spec->nconstraints)
+        snprintf(what, sizeof what, " (constraint matchAttribute %s of ResourceClaim %s/%s)",
+                 c->ds->spec->constraints[0].match_attribute, c->e->ns, c->e->name);
+    else if (sc->counters_hit)
+        snprintf(what, sizeof what, " (shared counters of partitionable devices exhausted)");
+    else if (sc->limit_hit)
+        snprintf(what, sizeof what, " (at most %d devices per claim)", CLAIM_MAX_DEVICES);
+    bool invalid = false;
+    for (uint32_t k = 0; k < sc->nlist && !invalid; k++) {
+        const char *w;
+        invalid = !pool_ok(sc->d, sc->d->devs[sc->list[k]].pool, &w);
     }
-    int rc = allocate_requests(d, e, ds, list, nlist, node, c, why);
-    free(merged);
+    return whyf(sc->c, why, 0, "no combination of the devices on node %s satisfies every request "
+                "of the pod's claims%s%s", sc->node ? sc->node : "?", what,
+                invalid ? "; incomplete or invalid resource pools were not used" : "");
+}
+
+/* The compiled spec whose requests claim entry e's devices satisfy. */
+static const dra_spec *claim_spec_of(const tly_dra *d, const tly_dra_claim_choice *e)
+{
+    if (e->state != NONE)
+        return &d->claims[e->state].spec;
+    return &d->tmpls[map_get(&d->tmplmap, e->tmpl->meta.ns, e->tmpl->meta.name, NULL) - 1];
+}
+
+/*
+** Chooses devices on `node` for every claim of the choice that tally
+** allocates (not preallocated), all claims together, with backtracking.
+*/
+static int allocate_all(tly_dra *d, tly_dra_choice *c, const char *node, const char **why)
+{
+    dra_search sc = {.d = d, .c = c, .node = node};
+    uint32_t nreq = 0, nunit = 0, ncl = 0;
+    for (uint32_t i = 0; i < c->nclaims; i++) {
+        const tly_dra_claim_choice *e = &c->claims[i];
+        if (e->preallocated || !e->spec)
+            continue;
+        ncl++;
+        for (uint32_t r = 0; r < e->spec->nrequests; r++, nreq++)
+            nunit += e->spec->requests[r].first_available ? e->spec->requests[r].nsubs : 1;
+    }
+    if (ncl == 0)
+        return 1;
+    sc.list = node_devices(d, node, &sc.nlist);
+    sc.claims = tly_xcalloc(ncl, sizeof *sc.claims);
+    sc.reqs = tly_xcalloc(nreq + 1, sizeof *sc.reqs);
+    sc.units = tly_xcalloc(nunit + 1, sizeof *sc.units);
+    int rc = 1;
+    for (uint32_t i = 0; i < c->nclaims && rc == 1; i++) {
+        tly_dra_claim_choice *e = &c->claims[i];
+        if (!e->preallocated && e->spec)
+            rc = search_add_claim(&sc, e, claim_spec_of(d, e), why);
+    }
+    if (rc == 1) {
+        rc = search(&sc, 0, 0, NONE, 0, 0);
+        if (rc == 0)
+            rc = search_failure(&sc, why);
+        else if (rc < 0 && sc.stop_rc == 0) {
+            rc = 0;  /* c->why holds the reason */
+            if (why)
+                *why = c->why;
+        }
+        else if (rc < 0)
+            rc = whyf(c, why, -1, "the DRA search for the pod's claims on node %s stopped after "
+                      "%d device trials (tally's bound) without an answer", node ? node : "?",
+                      SEARCH_STEPS);
+    }
+    if (sc.steps > d->steps_max)
+        d->steps_max = sc.steps;
+    search_free(&sc);
     return rc;
 }
 
-/* allocate() over the devices list[0..nlist) reachable from `node`. */
-static int allocate_requests(tly_dra *d, tly_dra_claim_choice *e, const dra_spec *ds,
-                             const uint32_t *list, uint32_t nlist, const char *node,
-                             tly_dra_choice *c, const char **why)
+/* Whether an allocation's nodeSelector (its terms are ORed) selects `node`. */
+static bool alloc_selects(const tly_dra *d, const tly_resource_claim *cl, const char *node)
 {
-    for (uint32_t r = 0; r < ds->spec->nrequests; r++) {
-        const tly_device_request *rq = &ds->spec->requests[r];
-        if (!rq->first_available) {
-            if (!allocate_one(d, e, rq, &ds->reqs[r], rq->name, list, nlist, node, c, why))
-                return 0;
-            continue;
-        }
-        bool done = false;
-        char first[sizeof c->why] = "";
-        for (uint32_t k = 0; k < rq->nsubs && !done; k++) {
-            uint32_t ndevs = c->ndevs, endevs = e->ndevs;
-            const dra_sels *alt = &ds->reqs[r].alts[k];
-            done = allocate_one(d, e, &rq->subs[k], alt, alt->rname, list, nlist, node, c,
-                                why) == 1;
-            if (done)
-                break;
-            if (k == 0)
-                snprintf(first, sizeof first, "%s", c->why);
-            for (uint32_t j = ndevs; j < c->ndevs; j++)
-                d->devs[c->devs[j].index].pick = 0;
-            c->ndevs = ndevs;
-            e->ndevs = endevs;
-        }
-        if (!done)
-            return whyf(c, why, 0,
-                        "no subrequest of ResourceClaim %s/%s request %s can be satisfied on "
-                        "node %s (the first: %s)",
-                        e->ns, e->name, rq->name, node ? node : "?", first);
-    }
-    return 1;
+    const tly_k8s_node *n = node ? tly_store_find(d->s, TLY_K_NODE, NULL, node) : NULL;
+    for (uint32_t i = 0; n && i < cl->nalloc_node_terms; i++)
+        if (tly_node_term_matches(&cl->alloc_node_terms[i], n))
+            return true;
+    return false;
 }
 
 /* Adds the devices of an allocated claim; 0 when they are not on `node`. */
 static int take_allocated(tly_dra *d, tly_dra_claim_choice *e, const dra_claim *st,
                           const char *node, tly_dra_choice *c, const char **why)
 {
+    if (st->claim->allocated && st->claim->has_alloc_node_selector &&
+        !alloc_selects(d, st->claim, node))
+        return whyf(c, why, 0, "ResourceClaim %s/%s is allocated for other nodes (its "
+                    "allocation's nodeSelector does not select node %s)", e->ns, e->name,
+                    node ? node : "?");
     if (!st->claim->allocated) {
         /* Allocated by an earlier commit of this run. */
         if (node && st->run_node && strcmp(st->run_node, node) != 0)
@@ -1384,11 +2086,13 @@ static int take_allocated(tly_dra *d, tly_dra_claim_choice *e, const dra_claim *
     for (uint32_t r = 0; r < cl->nresults; r++) {
         const tly_device_result *res = &cl->results[r];
         uint32_t gi = result_dev(d, res->driver, res->pool, res->device);
-        if (gi != NONE && !dev_on_node(d, gi, node))
+        /* Without a nodeSelector, where its devices are reachable says where it fits. */
+        if (gi != NONE && !cl->has_alloc_node_selector && !dev_on_node(d, gi, node))
             return whyf(c, why, 0, "ResourceClaim %s/%s is allocated on another node (%s)",
                         e->ns, e->name, d->devs[gi].slice->node_name);
         tly_dra_dev dv = {res->request, result_class(&cl->spec, res->request), res->driver,
-                          res->pool, res->device, gi != NONE ? d->devs[gi].dev : NULL, gi};
+                          res->pool, res->device, gi != NONE ? d->devs[gi].dev : NULL, gi,
+                          res->admin_access};
         add_dev(c, e, &dv);
     }
     return 1;
@@ -1474,6 +2178,12 @@ int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queu
             e->name = st->claim->meta.name;
             ds = &st->spec;
             e->preallocated = st->claim->allocated || st->run_alloc;
+            if (st->claim->meta.deleted != TLY_NO_TIME && !missing) {
+                /* As kube-scheduler: a claim being deleted is not used, on any node. */
+                missing = true;
+                snprintf(miss, sizeof miss, "ResourceClaim %s/%s is being deleted", ns,
+                         st->claim->meta.name);
+            }
             if (!e->from_template && queue) {
                 const dra_qref *q = qref(st, queue, NULL);
                 e->charge = !(q && q->charged > 0);
@@ -1489,25 +2199,37 @@ int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queu
     if (missing)
         return whyf(out, why, 0, "%s", miss);
 
-    /* Pass 2: devices on this node. */
+    /* Pass 2: devices on this node: allocated claims', then the others' together. */
     for (uint32_t i = 0; i < out->nclaims; i++) {
         tly_dra_claim_choice *e = &out->claims[i];
         e->first = out->ndevs;
         e->ndevs = 0;
-        int rc;
         if (e->preallocated) {
-            rc = take_allocated(d, e, &d->claims[e->state], node, out, why);
-        } else {
-            const dra_spec *ds =
-                e->state != NONE
-                    ? &d->claims[e->state].spec
-                    : &d->tmpls[map_get(&d->tmplmap, e->tmpl->meta.ns, e->tmpl->meta.name, NULL) - 1];
-            rc = allocate(d, e, ds, node, out, why);
+            int rc = take_allocated(d, e, &d->claims[e->state], node, out, why);
+            if (rc != 1)
+                return rc;
         }
-        if (rc != 1)
-            return rc;
     }
-    return 1;
+    return allocate_all(d, out, node, why);
+}
+
+const char *tly_dra_pod_invalid(const tly_dra *d, const tly_pod *p)
+{
+    for (uint32_t i = 0; p && i < p->nclaims; i++) {
+        const tly_pod_claim *pc = &p->claims[i];
+        uint32_t ci = 0, ti = 0;
+        if (pc->claim_name)
+            ci = map_get(&d->claimmap, p->meta.ns, pc->claim_name, NULL);
+        else if (pc->template_name) {
+            ci = map_get(&d->genmap, p->meta.ns, p->meta.name, pc->name);
+            ti = map_get(&d->tmplmap, p->meta.ns, pc->template_name, NULL);
+        }
+        if (ci && d->claims[ci - 1].spec.invalid)
+            return d->claims[ci - 1].spec.invalid;
+        if (!ci && ti && d->tmpls[ti - 1].invalid)
+            return d->tmpls[ti - 1].invalid;
+    }
+    return NULL;
 }
 
 void tly_dra_commit(tly_dra *d, const tly_dra_choice *c)
@@ -1516,8 +2238,8 @@ void tly_dra_commit(tly_dra *d, const tly_dra_choice *c)
         const tly_dra_claim_choice *e = &c->claims[i];
         if (!e->preallocated) {
             for (uint32_t k = 0; k < e->ndevs; k++)
-                if (c->devs[e->first + k].index != NONE)
-                    d->devs[c->devs[e->first + k].index].used++;
+                if (c->devs[e->first + k].index != NONE && !c->devs[e->first + k].admin_access)
+                    dev_use(d, c->devs[e->first + k].index, +1);
             if (e->state != NONE) {
                 dra_claim *st = &d->claims[e->state];
                 st->run_alloc = true;
@@ -1554,8 +2276,8 @@ void tly_dra_undo(tly_dra *d, const tly_dra_choice *c)
         if (!e->preallocated) {
             for (uint32_t k = 0; k < e->ndevs; k++) {
                 uint32_t gi = c->devs[e->first + k].index;
-                if (gi != NONE && d->devs[gi].used)
-                    d->devs[gi].used--;
+                if (gi != NONE && !c->devs[e->first + k].admin_access)
+                    dev_use(d, gi, -1);
             }
             if (e->state != NONE) {
                 dra_claim *st = &d->claims[e->state];

@@ -1761,6 +1761,8 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
                    tly_arena_printf(ps->a, "the pod has the scheduling gate %s, which is not tally's; it is not placed until the gate is removed", gate));
         } else if (p->req.invalid) {
             decide(p, "Invalid", p->req.reason, p->req.message);
+        } else if (p->res.pod->nclaims && tly_dra_pod_invalid(ps->dra, p->res.pod)) {
+            decide(p, "Invalid", "InvalidResources", tly_dra_pod_invalid(ps->dra, p->res.pod));
         } else if (p->res.pod->has_pod_affinity || p->res.pod->has_topology_spread) {
             decide(p, "Unschedulable", "UnsupportedConstraint",
                    p->res.pod->has_pod_affinity

@@ -1027,6 +1027,308 @@ static void test_no_claims(void **state)
     tly_dra_undo(D, &C);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Issue 18: the Kubernetes allocator's semantics                         */
+/* ---------------------------------------------------------------------- */
+
+/* The GPU class alone (no CLUSTER): every device of driver gpu.nvidia.com. */
+#define GPU_CLASS \
+    "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.nvidia.com}\n" \
+    "spec:\n  selectors:\n  - cel: {expression: 'device.driver == \"gpu.nvidia.com\"'}\n---\n"
+
+/* A v1 slice `name` of pool `pool` on node-1: `extra` is spec fields, `devs` the device list. */
+#define SLICE(name, pool, gen, count, extra, devs) \
+    "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: " name "}\n" \
+    "spec:\n  driver: gpu.nvidia.com\n" \
+    "  pool: {name: " pool ", generation: " #gen ", resourceSliceCount: " #count "}\n" \
+    extra "  devices:\n" devs "---\n"
+
+/* A claim whose spec.devices is `body` (indented four spaces). */
+#define CLAIM_BODY(name, body) \
+    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n" \
+    "metadata: {name: " name ", namespace: team}\n" \
+    "spec:\n  devices:\n" body "---\n"
+
+static const char *try_on(const char *podname, const char *node, int want)
+{
+    const char *why = NULL;
+    int rc = tly_dra_try(D, pod("team", podname), node, "team-a", &C, &why);
+    if (rc != want)
+        fail_msg("%s on %s: %d, want %d (%s)", podname, node, rc, want, why ? why : "-");
+    return why;
+}
+
+/* Item 1: matchAttribute across requests, with a retry (backtracking). */
+static void test_constraint_match_attribute(void **state)
+{
+    (void)state;
+    load(GPU_CLASS
+         SLICE("s1", "node-1", 1, 1, "  nodeName: node-1\n",
+               "  - {name: gpu-0, attributes: {numa: {int: 0}}}\n"
+               "  - {name: gpu-1, attributes: {numa: {int: 1}}}\n"
+               "  - {name: gpu-2, attributes: {numa: {int: 1}}}\n"
+               "  - {name: gpu-3}\n")
+         CLAIM_BODY("pair", "    requests:\n"
+                    "    - {name: a, exactly: {deviceClassName: gpu.nvidia.com}}\n"
+                    "    - {name: b, exactly: {deviceClassName: gpu.nvidia.com}}\n"
+                    "    constraints:\n    - {requests: [a, b], matchAttribute: gpu.nvidia.com/numa}\n")
+         CLAIM_BODY("three", "    requests:\n"
+                    "    - {name: a, exactly: {deviceClassName: gpu.nvidia.com, count: 3}}\n"
+                    "    constraints:\n    - {matchAttribute: gpu.nvidia.com/numa}\n")
+         CLAIM_BODY("fa", "    requests:\n"
+                    "    - name: a\n      firstAvailable:\n"
+                    "      - {name: two, deviceClassName: gpu.nvidia.com, count: 2}\n"
+                    "    - {name: b, exactly: {deviceClassName: gpu.nvidia.com}}\n"
+                    "    constraints:\n    - {requests: [a/two], matchAttribute: gpu.nvidia.com/numa}\n")
+         CLAIM_BODY("distinct", "    requests:\n"
+                    "    - {name: a, exactly: {deviceClassName: gpu.nvidia.com}}\n"
+                    "    constraints:\n    - {distinctAttribute: gpu.nvidia.com/numa}\n")
+         POD("p-pair", "team-a", "resourceClaimName", "pair")
+         POD("p-three", "team-a", "resourceClaimName", "three")
+         POD("p-fa", "team-a", "resourceClaimName", "fa")
+         POD("p-distinct", "team-a", "resourceClaimName", "distinct"));
+    /* gpu-0 first, no numa-0 partner: retried with gpu-1 and gpu-2 */
+    try_on("p-pair", "node-1", 1);
+    assert_string_equal(devnames(&C), "gpu-1,gpu-2");
+    /* three equal numa values do not exist (gpu-3 lacks the attribute) */
+    const char *why = try_on("p-three", "node-1", 0);
+    assert_non_null(strstr(why, "constraint matchAttribute gpu.nvidia.com/numa"));
+    /* the constraint names the subrequest: two on numa 1, b is free to take gpu-0 */
+    try_on("p-fa", "node-1", 1);
+    assert_string_equal(devnames(&C), "gpu-1,gpu-2,gpu-0");
+    /* a constraint tally does not evaluate is never ignored */
+    why = try_on("p-distinct", "node-1", -1);
+    assert_non_null(strstr(why, "distinctAttribute"));
+}
+
+/* Item 2: tainted devices are allocated only when the request tolerates the taint. */
+static void test_device_taints(void **state)
+{
+    (void)state;
+    load(GPU_CLASS
+         SLICE("s1", "node-1", 1, 1, "  nodeName: node-1\n",
+               "  - {name: gpu-0, taints: [{key: broken, value: ecc, effect: NoSchedule}]}\n"
+               "  - {name: gpu-1, taints: [{key: info, effect: None}]}\n"
+               "  - {name: gpu-2, taints: [{key: drain, effect: NoExecute}]}\n")
+         CLAIM("one", "gpu.nvidia.com", "")
+         CLAIM("two", "gpu.nvidia.com", "        count: 2\n")
+         CLAIM("two-tol", "gpu.nvidia.com",
+               "        count: 2\n        tolerations: [{key: broken, operator: Equal, value: ecc}]\n")
+         POD("p-one", "team-a", "resourceClaimName", "one")
+         POD("p-two", "team-a", "resourceClaimName", "two")
+         POD("p-tol", "team-a", "resourceClaimName", "two-tol"));
+    try_on("p-one", "node-1", 1);
+    assert_string_equal(devnames(&C), "gpu-1");
+    try_on("p-two", "node-1", 0);
+    try_on("p-tol", "node-1", 1);
+    assert_string_equal(devnames(&C), "gpu-0,gpu-1");
+}
+
+/* Item 3: partitionable devices share counters; exhausted counters refuse. */
+static void test_partitionable_counters(void **state)
+{
+    (void)state;
+    load(GPU_CLASS
+         SLICE("s1", "node-1", 1, 1,
+               "  nodeName: node-1\n"
+               "  sharedCounters:\n  - name: gpu-0-set\n    counters: {memory: {value: 80Gi}}\n",
+               "  - {name: gpu-0, consumesCounters: [{counterSet: gpu-0-set, counters: {memory: {value: 80Gi}}}]}\n"
+               "  - {name: gpu-0-a, consumesCounters: [{counterSet: gpu-0-set, counters: {memory: {value: 40Gi}}}]}\n"
+               "  - {name: gpu-0-b, consumesCounters: [{counterSet: gpu-0-set, counters: {memory: {value: 40Gi}}}]}\n")
+         CLAIM("two", "gpu.nvidia.com", "        count: 2\n")
+         CLAIM("three", "gpu.nvidia.com", "        count: 3\n")
+         CLAIM("one", "gpu.nvidia.com", "")
+         POD("p-two", "team-a", "resourceClaimName", "two")
+         POD("p-three", "team-a", "resourceClaimName", "three")
+         POD("p-one", "team-a", "resourceClaimName", "one"));
+    /* the whole GPU and a half overlap: the two halves */
+    try_on("p-two", "node-1", 1);
+    assert_string_equal(devnames(&C), "gpu-0-a,gpu-0-b");
+    const char *why = try_on("p-three", "node-1", 0);
+    assert_non_null(strstr(why, "shared counters"));
+    /* once the whole GPU is taken, no half is left */
+    try_on("p-one", "node-1", 1);
+    assert_string_equal(devnames(&C), "gpu-0");
+    tly_dra_choice_copy(&C2, &C);
+    tly_dra_commit(D, &C2);
+    try_on("p-two", "node-1", 0);
+    tly_dra_undo(D, &C2);
+    try_on("p-two", "node-1", 1);
+}
+
+/* Item 4: perDeviceNodeSelection slices offer each device where it says. */
+static void test_per_device_node_selection(void **state)
+{
+    (void)state;
+    load(GPU_CLASS
+         "apiVersion: v1\nkind: Node\nmetadata: {name: node-1, labels: {rack: r1}}\n---\n"
+         "apiVersion: v1\nkind: Node\nmetadata: {name: node-2, labels: {rack: r2}}\n---\n"
+         SLICE("s1", "fabric", 1, 1, "  perDeviceNodeSelection: true\n",
+               "  - {name: a-local, nodeName: node-1}\n"
+               "  - {name: b-everywhere, allNodes: true}\n"
+               "  - name: c-rack2\n    nodeSelector:\n      nodeSelectorTerms:\n"
+               "      - matchExpressions: [{key: rack, operator: In, values: [r2]}]\n")
+         CLAIM("two", "gpu.nvidia.com", "        count: 2\n")
+         POD("p-two", "team-a", "resourceClaimName", "two"));
+    try_on("p-two", "node-1", 1);
+    assert_string_equal(devnames(&C), "a-local,b-everywhere");
+    try_on("p-two", "node-2", 1);
+    assert_string_equal(devnames(&C), "b-everywhere,c-rack2");
+}
+
+/* Item 5: adminAccess requests get devices allocated to others and leave them held. */
+static void test_admin_access(void **state)
+{
+    (void)state;
+    load(GPU_CLASS
+         SLICE("s1", "node-1", 1, 1, "  nodeName: node-1\n", "  - {name: gpu-0}\n")
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+         "metadata: {name: held, namespace: team}\n"
+         "spec:\n  devices:\n    requests:\n    - {name: g, exactly: {deviceClassName: gpu.nvidia.com}}\n"
+         "status:\n  allocation:\n    devices:\n      results:\n"
+         "      - {request: g, driver: gpu.nvidia.com, pool: node-1, device: gpu-0}\n---\n"
+         CLAIM("monitor", "gpu.nvidia.com", "        adminAccess: true\n")
+         CLAIM("plain", "gpu.nvidia.com", "")
+         POD("p-monitor", "team-a", "resourceClaimName", "monitor")
+         POD("p-plain", "team-a", "resourceClaimName", "plain"));
+    try_on("p-plain", "node-1", 0);
+    try_on("p-monitor", "node-1", 1);
+    assert_string_equal(devnames(&C), "gpu-0");
+    assert_true(C.devs[0].admin_access);
+    tly_dra_commit(D, &C);
+    try_on("p-monitor", "node-1", 1);  /* allocated now: its own device */
+}
+
+/* Item 6: the answer does not depend on device names (backtracking across claims). */
+static void test_backtracking_name_independent(void **state)
+{
+    (void)state;
+    static const char *const names[][2] = {{"gpu-0", "gpu-1"}, {"gpu-1", "gpu-0"}};
+    for (int k = 0; k < 2; k++) {
+        char yaml[4096];
+        snprintf(yaml, sizeof yaml,
+                 GPU_CLASS
+                 SLICE("s1", "node-1", 1, 1, "  nodeName: node-1\n",
+                       "  - {name: %s, attributes: {idx: {int: 0}}}\n"
+                       "  - {name: %s, attributes: {idx: {int: 1}}}\n")
+                 CLAIM("any", "gpu.nvidia.com", "")
+                 CLAIM("zero", "gpu.nvidia.com",
+                       "        selectors: [{cel: {expression: 'device.attributes[\"gpu.nvidia.com\"].idx == 0'}}]\n")
+                 "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team}\n"
+                 "spec:\n  schedulerName: kai-scheduler\n  containers: [{name: c, image: x}]\n"
+                 "  resourceClaims:\n  - {name: a, resourceClaimName: any}\n"
+                 "  - {name: z, resourceClaimName: zero}\n",
+                 names[k][0], names[k][1]);
+        load(yaml);
+        try_on("p", "node-1", 1);
+        /* "zero" holds the idx-0 device, "any" the other, whichever is named first */
+        assert_string_equal(C.devs[0].device, names[k][1]);
+        assert_string_equal(C.devs[1].device, names[k][0]);
+        teardown(NULL);
+        setup(NULL);
+    }
+}
+
+/* Item 7: a claim holds at most 32 devices (AllocationResultsMaxSize). */
+static void test_claim_device_limit(void **state)
+{
+    (void)state;
+    static char yaml[16384];
+    int n = snprintf(yaml, sizeof yaml, "%s",
+                     GPU_CLASS "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\n"
+                     "metadata: {name: s1}\nspec:\n  driver: gpu.nvidia.com\n  nodeName: node-1\n"
+                     "  pool: {name: p, generation: 1, resourceSliceCount: 1}\n  devices:\n");
+    for (int i = 0; i < 40; i++)
+        n += snprintf(yaml + n, sizeof yaml - (size_t)n, "  - {name: gpu-%02d}\n", i);
+    snprintf(yaml + n, sizeof yaml - (size_t)n, "%s",
+             "---\n" CLAIM("all", "gpu.nvidia.com", "        allocationMode: All\n")
+             CLAIM("c33", "gpu.nvidia.com", "        count: 33\n")
+             CLAIM("c32", "gpu.nvidia.com", "        count: 32\n")
+             POD("p-all", "team-a", "resourceClaimName", "all")
+             POD("p-33", "team-a", "resourceClaimName", "c33")
+             POD("p-32", "team-a", "resourceClaimName", "c32"));
+    load(yaml);
+    const char *why = try_on("p-all", "node-1", 0);
+    assert_non_null(strstr(why, "more than the 32 a claim may hold"));
+    try_on("p-33", "node-1", 0);
+    try_on("p-32", "node-1", 1);
+    assert_int_equal(C.ndevs, 32);
+}
+
+/* Item 8: incomplete and invalid pools are not allocated from; old generations are ignored. */
+static void test_pool_validity(void **state)
+{
+    (void)state;
+    load(GPU_CLASS
+         /* incomplete: 1 of 2 slices */
+         SLICE("inc-a", "inc", 1, 2, "  nodeName: node-1\n", "  - {name: i-0}\n")
+         /* invalid: the slices disagree on the count */
+         SLICE("dis-a", "dis", 1, 2, "  nodeName: node-1\n", "  - {name: d-0}\n")
+         SLICE("dis-b", "dis", 1, 3, "  nodeName: node-1\n", "  - {name: d-1}\n")
+         /* invalid: a device listed twice */
+         SLICE("dup-a", "dup", 1, 2, "  nodeName: node-1\n", "  - {name: x-0}\n")
+         SLICE("dup-b", "dup", 1, 2, "  nodeName: node-1\n", "  - {name: x-0}\n")
+         /* generation 2 replaces generation 1 */
+         SLICE("gen-a", "gen", 1, 1, "  nodeName: node-1\n", "  - {name: old-0}\n")
+         SLICE("gen-b", "gen", 2, 1, "  nodeName: node-1\n", "  - {name: new-0}\n")
+         CLAIM("one", "gpu.nvidia.com", "")
+         CLAIM("two", "gpu.nvidia.com", "        count: 2\n")
+         CLAIM("all", "gpu.nvidia.com", "        allocationMode: All\n")
+         POD("p-one", "team-a", "resourceClaimName", "one")
+         POD("p-two", "team-a", "resourceClaimName", "two")
+         POD("p-all", "team-a", "resourceClaimName", "all"));
+    try_on("p-one", "node-1", 1);
+    assert_string_equal(devnames(&C), "new-0");
+    const char *why = try_on("p-two", "node-1", 0);
+    assert_non_null(strstr(why, "1 free on node node-1"));
+    why = try_on("p-all", "node-1", 0);
+    assert_non_null(strstr(why, "asks for all devices, but resource pool"));
+}
+
+/* Item 9: an allocation's nodeSelector, and a claim being deleted. */
+static void test_allocated_node_selector_and_deletion(void **state)
+{
+    (void)state;
+    load(CLUSTER
+         "apiVersion: v1\nkind: Node\nmetadata: {name: node-1}\n---\n"
+         "apiVersion: v1\nkind: Node\nmetadata: {name: node-2}\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+         "metadata: {name: net, namespace: team}\n"
+         "spec:\n  devices:\n    requests:\n    - {name: n, exactly: {deviceClassName: nic.example.com}}\n"
+         "status:\n  allocation:\n"
+         "    nodeSelector:\n      nodeSelectorTerms:\n"
+         "      - matchFields: [{key: metadata.name, operator: In, values: [node-2]}]\n"
+         "    devices:\n      results:\n"
+         "      - {request: n, driver: fabric.example.com, pool: fabric, device: link-0}\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
+         "metadata: {name: going, namespace: team, deletionTimestamp: \"2026-01-01T00:00:00Z\"}\n"
+         "spec:\n  devices:\n    requests:\n    - {name: g, exactly: {deviceClassName: gpu.nvidia.com}}\n---\n"
+         POD("p-net", "team-a", "resourceClaimName", "net")
+         POD("p-going", "team-a", "resourceClaimName", "going"));
+    const char *why = try_on("p-net", "node-1", 0);
+    assert_non_null(strstr(why, "nodeSelector does not select node node-1"));
+    try_on("p-net", "node-2", 1);
+    why = try_on("p-going", "node-1", 0);
+    assert_string_equal(why, "ResourceClaim team/going is being deleted");
+}
+
+/* Item 10: a claim that did not decode makes its pod Invalid. */
+static void test_invalid_claim(void **state)
+{
+    (void)state;
+    S = load_text("dra.yaml", GPU_CLASS
+                  CLAIM("bad", "gpu.nvidia.com", "        allocationMode: Some\n")
+                  CLAIM("good", "gpu.nvidia.com", "")
+                  POD("p-bad", "team-a", "resourceClaimName", "bad")
+                  POD("p-good", "team-a", "resourceClaimName", "good"));
+    D = tly_dra_create(S);
+    QS = tly_queues_create(S);
+    const char *msg = tly_dra_pod_invalid(D, pod("team", "p-bad"));
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "ResourceClaim team/bad is invalid"));
+    assert_null(tly_dra_pod_invalid(D, pod("team", "p-good")));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1049,6 +1351,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shared_claim_queue_label, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_claim_charged_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_constraint_match_attribute, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_device_taints, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partitionable_counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_per_device_node_selection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin_access, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backtracking_name_independent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_claim_device_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_validity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_allocated_node_selector_and_deletion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_claim, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

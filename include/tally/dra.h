@@ -53,6 +53,7 @@ typedef struct {
     const char *driver, *pool, *device;
     const tly_device *dev;       /* the slice's device; NULL when no ResourceSlice lists it */
     uint32_t index;              /* internal device index, UINT32_MAX when dev is NULL */
+    bool admin_access;           /* adminAccess: shares the device, does not hold it */
 } tly_dra_dev;
 
 /* One claim of the pod and its devices. */
@@ -99,20 +100,30 @@ void tly_dra_choice_copy(tly_dra_choice *dst, const tly_dra_choice *src);
 **     template's spec (or, for a bound pod, the claim Kubernetes generated
 **     from it: annotation resource.kubernetes.io/pod-claim-name and the pod
 **     in reservedFor).
-** Choosing devices, per request in order: ExactCount takes `count` free
-** devices, All takes every matching device on the node (at least one, none
-** of them in use); candidates are the devices of the node's slices
-** (spec.nodeName, or allNodes) in (slice name, device name) order whose
-** DeviceClass selectors and request selectors all hold and that no other
-** claim holds and this pod has not chosen yet. First fit, no backtracking.
+** Choosing devices, as the Kubernetes allocator does (dra.c's essay and
+** docs/pods.md): ExactCount takes `count` devices, All every matching
+** device reachable from the node (at least one, none in use, at most 32
+** per claim); candidates pass the class and request selectors, taints and
+** pool validity; counters and matchAttribute constraints must hold; the
+** search backtracks across requests, firstAvailable subrequests and claims,
+** and tries devices in (slice name, device name) order.
 ** queue (may be NULL) is the pod's queue: a shared claim already charged to
 ** it gets charge = false.
 ** Returns 1 (fits), 0 (does not fit here; *why says why) or -1 (unsupported:
-** a selector outside tally's CEL subset, firstAvailable; *why quotes it).
+** a selector outside tally's CEL subset, a constraint other than
+** matchAttribute, or the search bound reached; *why quotes it).
 ** *why points into out->why or into d, valid until the next call with out.
 */
 int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queue,
                 tly_dra_choice *out, const char **why);
+
+/*
+** The pod's first claim or template that did not decode (an unknown
+** allocation mode, an empty selector, ...), as a sentence owned by d, or
+** NULL. Such a pod is Invalid (InvalidResources): tally never allocates
+** from a claim it could not read.
+*/
+const char *tly_dra_pod_invalid(const tly_dra *d, const tly_pod *p);
 
 /*
 ** Records a placement: newly chosen devices become used, a named claim

@@ -348,6 +348,9 @@ struct tly_device_request {
     int64_t count;                 /* default 1 */
     const char **selectors;        /* CEL expressions */
     uint32_t nselectors;
+    bool admin_access;             /* adminAccess: may use devices allocated to others */
+    tly_toleration *tolerations;   /* of device taints; effect None/NoSchedule/NoExecute */
+    uint32_t ntolerations;
     bool first_available;          /* uses firstAvailable (prioritized list) */
     tly_device_request *subs;      /* firstAvailable: the subrequests, in order of preference */
     uint32_t nsubs;
@@ -355,7 +358,20 @@ struct tly_device_request {
 
 typedef struct {
     const char *request, *driver, *pool, *device;
+    bool admin_access;             /* such a device stays free for other claims */
 } tly_device_result;
+
+/*
+** spec.devices.constraints[i]: matchAttribute over the named requests
+** ("req" or "req/sub"; none = every request). unsupported names a field
+** tally does not evaluate (distinctAttribute, or no known field).
+*/
+typedef struct {
+    const char **requests;
+    uint32_t nrequests;
+    const char *match_attribute;   /* fully qualified "domain/name" */
+    const char *unsupported;
+} tly_device_constraint;
 
 typedef struct {
     const char *driver;
@@ -369,6 +385,8 @@ typedef struct {
     uint32_t nrequests;
     tly_opaque_config *config;
     uint32_t nconfig;
+    tly_device_constraint *constraints;
+    uint32_t nconstraints;
 } tly_claim_spec;
 
 typedef struct {
@@ -385,6 +403,9 @@ typedef struct {
     uint32_t nalloc_config;
     tly_consumer_ref *reserved_for;
     uint32_t nreserved_for;
+    tly_selector *alloc_node_terms;   /* status.allocation.nodeSelector terms, ORed */
+    uint32_t nalloc_node_terms;
+    bool has_alloc_node_selector;
 } tly_resource_claim;
 
 typedef struct {
@@ -398,12 +419,29 @@ typedef struct {
     tly_qty value;
 } tly_capacity;
 
+/* A counter set: sharedCounters[i] of a slice, or consumesCounters[i] of a device. */
+typedef struct {
+    const char *name;              /* the set's name (consumesCounters: counterSet) */
+    tly_capacity *counters;        /* name -> value */
+    uint32_t ncounters;
+} tly_counter_set;
+
 typedef struct {
     const char *name;
     tly_attr *attrs;
     uint32_t nattrs;
     tly_capacity *capacity;
     uint32_t ncapacity;
+    tly_taint *taints;             /* effect NoSchedule, NoExecute or None */
+    uint32_t ntaints;
+    tly_counter_set *consumes;     /* consumesCounters (partitionable devices) */
+    uint32_t nconsumes;
+    /* perDeviceNodeSelection slices: the device's own node selection */
+    const char *node_name;
+    bool all_nodes;
+    tly_selector *node_terms;
+    uint32_t nnode_terms;
+    bool has_node_selector;
 } tly_device;
 
 typedef struct {
@@ -417,6 +455,11 @@ typedef struct {
     bool has_node_selector;
     tly_device *devices;
     uint32_t ndevices;
+    int64_t generation;            /* spec.pool.generation */
+    int64_t slice_count;           /* spec.pool.resourceSliceCount (0 when absent) */
+    bool per_device_node_selection;
+    tly_counter_set *counter_sets; /* sharedCounters */
+    uint32_t ncounter_sets;
 } tly_resource_slice;
 
 typedef struct {
