@@ -1128,6 +1128,8 @@ static enum MHD_Result request_begin(tly_server *srv, struct MHD_Connection *con
 /* A piece of the body: kept, or read and dropped past the limit or the budget. */
 static enum MHD_Result request_body(tly_server *srv, request *rq, bool wanted, const char *upload, size_t n)
 {
+    /* A refused client's body (403) is not kept either: it would only take the budget. */
+    wanted = wanted && rq->forbidden < 0;
     if (wanted && !rq->too_large && !rq->over_budget && rq->len + n > srv->cfg.max_body)
         rq->too_large = true;
     if (wanted && !rq->too_large && !rq->over_budget && rq->len + n + 1 > rq->cap) {
@@ -1146,7 +1148,7 @@ static enum MHD_Result request_body(tly_server *srv, request *rq, bool wanted, c
             rq->held = rq->cap = cap;
         }
     }
-    if (!wanted || rq->too_large || rq->over_budget || rq->forbidden >= 0) {
+    if (!wanted || rq->too_large || rq->over_budget) {
         rq->dropped += n;
         /* A body that goes on and on is not read to its end: cut the connection. */
         return rq->dropped > 4 * (size_t)srv->cfg.max_body ? MHD_NO : MHD_YES;
