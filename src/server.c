@@ -62,6 +62,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1453,6 +1454,28 @@ static int bind_listen(tly_server *srv, char *err, size_t errlen)
     return 0;
 }
 
+/*
+** Raises the soft descriptor limit towards the hard one when it is below what
+** the connection limit needs (a soft limit of 1024 is common): otherwise
+** accept() fails with EMFILE before the guard's limit is reached, and a
+** client hangs in the backlog instead of being refused. Logged either way.
+*/
+static void raise_fd_limit(tly_server *srv)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)srv->cfg.connection_limit + 128;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    bool raised = setrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= want;
+    logf_msg(srv, raised ? TLY_LOG_INFO : TLY_LOG_WARN, "fd-limit",
+             "open-file limit %llu %s %llu (the connection limit %u needs about %llu)%s", (unsigned long long)was,
+             raised ? "raised to" : "could only be raised to", (unsigned long long)rl.rlim_cur,
+             srv->cfg.connection_limit, (unsigned long long)want,
+             raised ? "" : ": raise the hard limit (ulimit -Hn, the container runtime's nofile)");
+}
+
 int tly_server_start(tly_server *srv, char *err, size_t errlen)
 {
     if (bind_listen(srv, err, errlen) != 0)
@@ -1463,6 +1486,7 @@ int tly_server_start(tly_server *srv, char *err, size_t errlen)
     ** there. Fixed, a body's buffer is unmapped when it is freed.
     */
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    raise_fd_limit(srv);
     int trc = tly_conns_start(srv->conns);
     if (trc != 0) {
         snprintf(err, errlen, "cannot start the connection reaper thread: %s", strerror(trc));
