@@ -4,7 +4,9 @@
 # report in headless Chromium (tests/browser/report.sh), the test API server
 # against every kubectl on the machine, and the live mode's multi-replica
 # rounds: failover of the lease holder and over-admission across replicas
-# (docs/controllers.md). LIVE_ROUNDS sets the rounds (default 100).
+# (docs/controllers.md), and the webhook server's hostile-client runs (issue 17: a reload during
+# upsizes, connection exhaustion, memory under the worst bodies; docs/serve.md). LIVE_ROUNDS sets
+# the rounds (default 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
@@ -68,5 +70,13 @@ done
 
 echo "== a SIGHUP reload during upsize decisions: 30 rounds of 16 (tests/live/reload_race.py) =="
 python3 tests/live/reload_race.py build/tally --rounds 30 --inflight 16
+
+echo "== connection exhaustion: 2,000 hostile connections for 12 s, then the deadlines (tests/live/conn_flood.py) =="
+# 2,000 sockets here and up to 1,024 in the server: both need the descriptors.
+ulimit -n 8192 2>/dev/null || echo "ulimit -n is $(ulimit -n): conn_flood.py needs about 2,100"
+python3 tests/live/conn_flood.py build/tally --count 2000 --seconds 12
+python3 tests/live/conn_flood.py build/tally --deadlines
+echo "== memory under the worst bodies: 16 clients, RSS under 256 MiB (tests/live/mem_flood.py) =="
+python3 tests/live/mem_flood.py build/tally --clients 16 --seconds 10
 
 echo "ci-extra: all passed"

@@ -44,7 +44,12 @@ struct tly_metrics {
     atomic_uint_fast64_t sum_ns[TLY_EP_ADMISSION];
     atomic_uint_fast64_t objects[TLY_K_COUNT];
     atomic_uint_fast64_t reloads, reload_failures, tls_reloads, tls_failures, reservations;
+    atomic_uint_fast64_t responses[600];  /* by status code; [0]: a code out of range */
+    atomic_uint_fast64_t aborted[TLY_ABORT_COUNT];
 };
+
+static const char *const abort_name[TLY_ABORT_COUNT] = {"client_gone", "timeout", "body_over_limit",
+                                                         "deadline", "error"};
 
 static const char *const ep_name[TLY_EP_COUNT] = {"pods-resize", "queues",      "accountedresources",
                                                   "runs",        "runs-status", "mutate-pods",
@@ -90,6 +95,10 @@ tly_metrics *tly_metrics_create(void)
     atomic_init(&m->tls_reloads, 0);
     atomic_init(&m->tls_failures, 0);
     atomic_init(&m->reservations, 0);
+    for (size_t c = 0; c < sizeof m->responses / sizeof m->responses[0]; c++)
+        atomic_init(&m->responses[c], 0);
+    for (int a = 0; a < TLY_ABORT_COUNT; a++)
+        atomic_init(&m->aborted[a], 0);
     return m;
 }
 
@@ -98,13 +107,23 @@ void tly_metrics_destroy(tly_metrics *m) { free(m); }
 void tly_metrics_request(tly_metrics *m, tly_endpoint e, tly_outcome o, uint64_t nanos)
 {
     atomic_fetch_add_explicit(&m->requests[e][o], 1, memory_order_relaxed);
-    if ((int)e >= TLY_EP_ADMISSION)
+    if ((int)e >= TLY_EP_ADMISSION || nanos == TLY_NO_LATENCY)
         return;
     size_t b = 0;
     while (b < NBUCKETS && nanos > bucket_ns[b])
         b++;
     atomic_fetch_add_explicit(&m->bucket[e][b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->sum_ns[e], nanos, memory_order_relaxed);
+}
+
+void tly_metrics_response(tly_metrics *m, unsigned code)
+{
+    atomic_fetch_add_explicit(&m->responses[code >= 100 && code < 600 ? code : 0], 1, memory_order_relaxed);
+}
+
+void tly_metrics_aborted(tly_metrics *m, tly_abort why)
+{
+    atomic_fetch_add_explicit(&m->aborted[why], 1, memory_order_relaxed);
 }
 
 void tly_metrics_state(tly_metrics *m, const tly_store *s)
@@ -138,6 +157,29 @@ uint64_t tly_metrics_requests(const tly_metrics *m, tly_endpoint e, tly_outcome 
     return get(&m->requests[e][o]);
 }
 
+uint64_t tly_metrics_responses(const tly_metrics *m, unsigned code)
+{
+    return get(&m->responses[code >= 100 && code < 600 ? code : 0]);
+}
+
+/* The codes answered so far, and why requests went unanswered. */
+static void render_http(const tly_metrics *m, FILE *out)
+{
+    fputs("# HELP tally_http_responses_total Answers sent, by HTTP status code, including those "
+          "libmicrohttpd sends itself (a malformed request line, 414, 431, 505, a bad Content-Length).\n"
+          "# TYPE tally_http_responses_total counter\n", out);
+    for (unsigned c = 100; c < 600; c++) {
+        uint64_t v = get(&m->responses[c]);
+        if (v || c == 200)
+            fprintf(out, "tally_http_responses_total{code=\"%u\"} %llu\n", c, (unsigned long long)v);
+    }
+    fputs("# HELP tally_http_requests_aborted_total Requests that ended with no answer sent, by reason.\n"
+          "# TYPE tally_http_requests_aborted_total counter\n", out);
+    for (int a = 0; a < TLY_ABORT_COUNT; a++)
+        fprintf(out, "tally_http_requests_aborted_total{reason=\"%s\"} %llu\n", abort_name[a],
+                (unsigned long long)get(&m->aborted[a]));
+}
+
 /* Which outcomes an endpoint can have; those are always shown, others only when non-zero. */
 static bool expected(int e, int o)
 {
@@ -160,7 +202,8 @@ void tly_metrics_render(const tly_metrics *m, FILE *out)
                         ep_name[e], out_name[o], (unsigned long long)v);
         }
     fputs("# HELP tally_admission_duration_seconds Time from the last byte of a review to its "
-          "answer, by admission endpoint.\n"
+          "answer, by admission endpoint; decisions only (200, 400 for a body that is not a review, "
+          "503 with no state), not the requests refused before one.\n"
           "# TYPE tally_admission_duration_seconds histogram\n", out);
     for (int e = 0; e < TLY_EP_ADMISSION; e++) {
         uint64_t cum = 0;
@@ -205,4 +248,5 @@ void tly_metrics_render(const tly_metrics *m, FILE *out)
             (unsigned long long)get(&m->reloads), (unsigned long long)get(&m->reload_failures),
             (unsigned long long)get(&m->tls_reloads), (unsigned long long)get(&m->tls_failures),
             (unsigned long long)get(&m->reservations));
+    render_http(m, out);
 }

@@ -39,13 +39,22 @@
 **    above it is answered 413 before the body is read, a chunked body that
 **    grows past it is read and dropped and then answered 413 (and the
 **    connection is cut if it goes on past four times the limit). A body that
-**    is not an AdmissionReview gets 400 with the reason. MHD bounds the
-**    connections and closes idle or slow ones (connection timeout).
+**    is not an AdmissionReview gets 400 with the reason.
+**  - Hostile clients: conns.h bounds what one peer holds and how long a
+**    handshake or a request may take (MHD's own timeout restarts at every
+**    byte). Bodies in flight and their parses share one memory budget
+**    (atomic, no lock): past it the answer is 503; a review's parse is
+**    bounded by counting its JSON values before parsing it.
+**  - Counting: the request-line callback makes MHD report the end of every
+**    request it read a request line of, so on_completed counts each answer
+**    by status (or the reason there was none); the answers MHD gives
+**    without calling us are counted from its log message.
 */
 #include "tally/server.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -53,6 +62,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -63,6 +73,7 @@
 #include <microhttpd.h>
 
 #include "tally/admit.h"
+#include "tally/conns.h"
 #include "tally/decode.h"
 #include "tally/error.h"
 #include "tally/upsize.h"
@@ -108,6 +119,7 @@ static const char *const cert_reason_name[CERT_REASONS] = {"missing", "invalid"}
 /* The socket context of a connection (one worker at a time handles a connection). */
 typedef struct {
     tly_server *srv;     /* the certificate callback's way to the server */
+    tly_conn *guard;     /* its entry in the connection guard (conns.h) */
     unsigned ca_gen;     /* the client CA generation the chain verified against; 0: not verified */
     time_t expires;      /* the verified chain's earliest notAfter */
 } conn_ctx;
@@ -139,6 +151,9 @@ struct tly_server {
     int64_t ca_checked_ms;
     atomic_uint_fast64_t cert_rejected[CERT_REASONS];
 
+    tly_conns *conns;              /* per-peer limits and deadlines (conns.h) */
+    atomic_size_t mem_used;        /* bytes of bodies in flight and parses under way */
+
     struct MHD_Daemon *daemon;
     int listen_fd;
     uint16_t port;
@@ -154,6 +169,10 @@ typedef struct {
     size_t dropped;   /* bytes past the limit, read and dropped */
     bool too_large;
     bool counted;     /* in_flight was incremented */
+    bool over_budget; /* a chunked body grew past the memory budget: read, dropped, 503 */
+    size_t held;      /* bytes of the memory budget this request holds for its body */
+    size_t parsed;    /* the bytes its parse was allowed (given back after the decision) */
+    unsigned status;  /* the status tally queued, 0: none (yet) */
     int forbidden;    /* -1, else the CERT_* reason of a 403 (--client-ca) */
     char why[240];    /* the 403's reason */
 } request;
@@ -290,10 +309,31 @@ static void logf_msg(tly_server *srv, int level, const char *event, const char *
     free(msg);
 }
 
+/*
+** libmicrohttpd answers some requests itself (a malformed request line, 414,
+** 431, 505, a bad Content-Length or chunk) and refuses connections past its
+** own limit, calling no handler of ours: its log message is the only sign.
+** Counted from the message's format (libmicrohttpd 0.9.75, untranslated),
+** the status code being its first argument.
+*/
+static void count_httpd_message(tly_server *srv, const char *fmt, va_list ap)
+{
+    static const char answered[] = "Error processing request (HTTP response code is %u";
+    if (!strncmp(fmt, answered, sizeof answered - 1)) {
+        va_list aq;
+        va_copy(aq, ap);
+        tly_metrics_response(srv->metrics, va_arg(aq, unsigned));
+        va_end(aq);
+    } else if (!strncmp(fmt, "Server reached connection limit", 31)) {
+        tly_conns_refused_by_httpd(srv->conns);
+    }
+}
+
 /* MHD's own error messages, at warn. */
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
     tly_server *srv = cls;
+    count_httpd_message(srv, fmt, ap);
     if (TLY_LOG_WARN < srv->cfg.log_level)
         return;
     char *msg = NULL;
@@ -492,12 +532,41 @@ static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_
     return 0;
 }
 
+/* The accept policy: the connection guard's per-peer and total limits (conns.h). */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    tly_server *srv = cls;
+    return tly_conns_admit(srv->conns, addr, addrlen) ? MHD_YES : MHD_NO;
+}
+
+/* The connection's socket context, or NULL. */
+static conn_ctx *ctx_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* The request line is in: the request's deadline starts (conns.h). Nothing to give MHD back. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)uri;
+    tly_server *srv = cls;
+    conn_ctx *cc = ctx_of(conn);
+    if (cc)
+        tly_conns_request_started(srv->conns, cc->guard);
+    return NULL;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
     tly_server *srv = cls;
     if (toe != MHD_CONNECTION_NOTIFY_STARTED) {
-        free(*socket_context);
+        /* Before MHD closes the socket: the reaper must not shut down a reused descriptor. */
+        conn_ctx *old = *socket_context;
+        if (old)
+            tly_conns_close(srv->conns, old->guard);
+        free(old);
         *socket_context = NULL;
         return;
     }
@@ -506,6 +575,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         tly_oom();
     cc->srv = srv;
     *socket_context = cc;
+    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    cc->guard = tly_conns_open(srv->conns, ai ? ai->client_addr : NULL, fi ? fi->connect_fd : -1);
     if (srv->client_ca_path) {
         /* The session exists and its handshake has not begun: ask for a certificate, never require one. */
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
@@ -834,7 +906,7 @@ static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, requ
                  : TLY_ENOENT;
         if (rc == TLY_ENOENT) {
             state_release(st);
-            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_NOT_FOUND, mono_ns() - t0);
+            tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_NOT_FOUND, TLY_NO_LATENCY);
             return reply_text(conn, MHD_HTTP_NOT_FOUND, "%s is not enabled (it needs --controllers %s)\n",
                               tly_endpoint_path(rq->ep), rq->ep == TLY_EP_MUTATE_PODS ? "gating" : "runs");
         }
@@ -916,6 +988,12 @@ static enum MHD_Result serve_get(tly_server *srv, struct MHD_Connection *conn, r
     if (!f)
         tly_oom();
     tly_metrics_render(srv->metrics, f);
+    tly_conns_metrics(srv->conns, f);
+    fprintf(f, "# HELP tally_request_memory_bytes Bytes of the memory budget held by request bodies and "
+               "parses now.\n# TYPE tally_request_memory_bytes gauge\ntally_request_memory_bytes %zu\n"
+               "# HELP tally_request_memory_budget_bytes The memory budget for request bodies and parses.\n"
+               "# TYPE tally_request_memory_budget_bytes gauge\ntally_request_memory_budget_bytes %zu\n",
+            atomic_load(&srv->mem_used), srv->cfg.memory_budget);
     pthread_mutex_lock(&srv->tls_mu);
     long long left = (long long)((int64_t)srv->creds->not_after - (int64_t)time(NULL));
     pthread_mutex_unlock(&srv->tls_mu);
@@ -936,11 +1014,211 @@ static enum MHD_Result serve_get(tly_server *srv, struct MHD_Connection *conn, r
     return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", out, outlen);
 }
 
+/* ---- the memory budget (docs/serve.md "Limits and threads") ------------------ */
+
+/*
+** Takes n bytes of the budget for bodies in flight and their parses; false
+** when that would go past it. A compare-and-swap loop, so no lock: the
+** request path of every worker takes from it.
+*/
+static bool budget_take(tly_server *srv, size_t n)
+{
+    size_t used = atomic_load(&srv->mem_used);
+    do {
+        if (n > srv->cfg.memory_budget || used > srv->cfg.memory_budget - n)
+            return false;
+    } while (!atomic_compare_exchange_weak(&srv->mem_used, &used, used + n));
+    return true;
+}
+
+static void budget_give(tly_server *srv, size_t n) { atomic_fetch_sub(&srv->mem_used, n); }
+
+/* What one parsed JSON value costs (a tly_node and its short text in the arena), measured. */
+#define PARSED_VALUE_BYTES 80u
+
+/*
+** An upper bound on the JSON values in a body, without parsing it: every
+** value but the first follows a ',' or opens a container (or follows a
+** ':'), counted outside strings. A YAML body (block style) also counts its
+** lines. The parse builds a node per value, so this bounds its memory.
+*/
+static size_t values_bound(const char *s, size_t n)
+{
+    size_t count = 1;
+    bool in_str = false;
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+        i++;
+    bool yaml = i < n && s[i] != '{' && s[i] != '[';
+    for (; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"')
+            in_str = true;
+        else if (c == ',' || c == '[' || c == '{' || (yaml && (c == '\n' || c == ':')))
+            count++;
+    }
+    return count;
+}
+
+/* ---- requests: MHD's callbacks ------------------------------------------ */
+
+/* The status of the answer queued on conn, 0 if none: kept for tally_http_responses_total. */
+static unsigned queued_status(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *si = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    return si ? si->http_status : 0;
+}
+
+static enum MHD_Result too_large(tly_server *srv, struct MHD_Connection *conn, request *rq, const char *why)
+{
+    tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_TOO_LARGE, TLY_NO_LATENCY);
+    log_rejected(srv, rq, 413, why);
+    return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body over the limit of %zu bytes\n",
+                                   srv->cfg.max_body);
+}
+
+static enum MHD_Result over_budget(tly_server *srv, struct MHD_Connection *conn, request *rq, size_t want)
+{
+    char why[160];
+    snprintf(why, sizeof why, "%zu bytes more would pass the memory budget of %zu bytes (%zu in use)", want,
+             srv->cfg.memory_budget, atomic_load(&srv->mem_used));
+    tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_ERROR, TLY_NO_LATENCY);
+    log_rejected(srv, rq, 503, why);
+    return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "busy with large requests: %s; retry\n",
+                                   why);
+}
+
+/*
+** The headers are in: the client certificate and the Content-Length are
+** checked, and the body's buffer is taken from the memory budget at once.
+*/
+static enum MHD_Result request_begin(tly_server *srv, struct MHD_Connection *conn, request *rq, bool admission,
+                                     bool post)
+{
+    if (admission && srv->client_ca_path)
+        rq->forbidden = client_cert_check(srv, conn, rq->why, sizeof rq->why);
+    if (!admission || !post || rq->forbidden >= 0)
+        return MHD_YES;
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl)
+        return MHD_YES;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(cl, &end, 10);
+    if (errno || end == cl || n > srv->cfg.max_body) {
+        rq->too_large = true;
+        return too_large(srv, conn, rq, "Content-Length over the limit");
+    }
+    if (!n)
+        return MHD_YES;
+    if (!budget_take(srv, (size_t)n + 1))
+        return over_budget(srv, conn, rq, (size_t)n + 1);
+    rq->held = (size_t)n + 1;
+    rq->cap = rq->held;
+    rq->body = malloc(rq->cap);
+    return rq->body ? MHD_YES : MHD_NO;
+}
+
+/* A piece of the body: kept, or read and dropped past the limit or the budget. */
+static enum MHD_Result request_body(tly_server *srv, request *rq, bool wanted, const char *upload, size_t n)
+{
+    /* A refused client's body (403) is not kept either: it would only take the budget. */
+    wanted = wanted && rq->forbidden < 0;
+    if (wanted && !rq->too_large && !rq->over_budget && rq->len + n > srv->cfg.max_body)
+        rq->too_large = true;
+    if (wanted && !rq->too_large && !rq->over_budget && rq->len + n + 1 > rq->cap) {
+        size_t cap = rq->cap ? rq->cap : 4096;
+        while (cap < rq->len + n + 1)
+            cap *= 2;
+        if (cap > srv->cfg.max_body + 1)
+            cap = srv->cfg.max_body + 1;
+        if (!budget_take(srv, cap - rq->held)) {
+            rq->over_budget = true;
+        } else {
+            char *nb = realloc(rq->body, cap);
+            if (!nb)
+                return MHD_NO;
+            rq->body = nb;
+            rq->held = rq->cap = cap;
+        }
+    }
+    if (!wanted || rq->too_large || rq->over_budget) {
+        rq->dropped += n;
+        /* A body that goes on and on is not read to its end: cut the connection. */
+        return rq->dropped > 4 * (size_t)srv->cfg.max_body ? MHD_NO : MHD_YES;
+    }
+    memcpy(rq->body + rq->len, upload, n);
+    rq->len += n;
+    rq->body[rq->len] = 0;
+    return MHD_YES;
+}
+
+/*
+** The review is in: bounded in what its parse may take (its values, and the
+** memory budget for them while it is decided), then decided.
+*/
+static enum MHD_Result decide_bounded(tly_server *srv, struct MHD_Connection *conn, request *rq)
+{
+    size_t values = values_bound(rq->body ? rq->body : "", rq->len);
+    if (values > srv->cfg.max_values) {
+        char why[160];
+        snprintf(why, sizeof why, "over %zu JSON values (the limit is %zu)", values - 1, srv->cfg.max_values);
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_TOO_LARGE, TLY_NO_LATENCY);
+        log_rejected(srv, rq, 413, why);
+        return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body has %s\n", why);
+    }
+    size_t parse = values * PARSED_VALUE_BYTES;
+    if (!budget_take(srv, parse))
+        return over_budget(srv, conn, rq, parse);
+    enum MHD_Result ret = decide(srv, conn, rq);
+    budget_give(srv, parse);
+    rq->parsed = parse;
+    return ret;
+}
+
+/* The request is complete: route it. */
+static enum MHD_Result request_end(tly_server *srv, struct MHD_Connection *conn, request *rq, const char *url,
+                                   const char *method, bool admission, bool post)
+{
+    if (rq->ep == TLY_EP_OTHER) {
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_NOT_FOUND, TLY_NO_LATENCY);
+        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: %s\n", url);
+    }
+    bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+    if (admission ? !post : !get) {
+        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_BAD_METHOD, TLY_NO_LATENCY);
+        log_rejected(srv, rq, 405, method);
+        return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s only\n", url,
+                                       admission ? "POST" : "GET");
+    }
+    if (!admission)
+        return serve_get(srv, conn, rq);
+    if (rq->forbidden >= 0) {
+        /* Not counted as a request outcome: tally_client_cert_rejections_total counts it. */
+        atomic_fetch_add_explicit(&srv->cert_rejected[rq->forbidden], 1, memory_order_relaxed);
+        log_rejected(srv, rq, 403, rq->why);
+        return reply_text(conn, MHD_HTTP_FORBIDDEN, "forbidden: %s\n", rq->why);
+    }
+    if (rq->too_large)
+        return too_large(srv, conn, rq, "body over the limit");
+    if (rq->over_budget)
+        return over_budget(srv, conn, rq, srv->cfg.max_body);
+    return decide_bounded(srv, conn, rq);
+}
+
 /*
 ** MHD calls this once when the headers are in, once per piece of body, and
 ** once more when the request is complete. Answers are queued only in that
 ** last call: a response queued while MHD still expects a body makes it close
-** the connection, which is wanted for a 413 on Content-Length and nothing else.
+** the connection, which is wanted for a 413 or 503 on Content-Length and
+** nothing else.
 */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
@@ -960,100 +1238,69 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->counted = true;
         rq->forbidden = -1;
         atomic_fetch_add(&srv->in_flight, 1);
-        if (admission && srv->client_ca_path)
-            rq->forbidden = client_cert_check(srv, conn, rq->why, sizeof rq->why);
-        if (admission && post && rq->forbidden < 0) {
-            const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
-            if (cl) {
-                char *end;
-                errno = 0;
-                unsigned long long n = strtoull(cl, &end, 10);
-                if (errno || end == cl || n > srv->cfg.max_body) {
-                    rq->too_large = true;
-                    tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_TOO_LARGE, 0);
-                    log_rejected(srv, rq, 413, "Content-Length over the limit");
-                    return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
-                                      "request body over the limit of %zu bytes\n", srv->cfg.max_body);
-                }
-                if (n) {
-                    rq->cap = (size_t)n + 1;
-                    rq->body = malloc(rq->cap);
-                    if (!rq->body)
-                        return MHD_NO;
-                }
-            }
-        }
-        return MHD_YES;
+        enum MHD_Result ret = request_begin(srv, conn, rq, admission, post);
+        rq->status = queued_status(conn);
+        return ret;
     }
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (!admission || !post || rq->too_large || rq->forbidden >= 0 || rq->len + n > srv->cfg.max_body) {
-            /* Not wanted, or past the limit: read and dropped. */
-            rq->too_large = admission && post;
-            rq->dropped += n;
-            /* A body that goes on and on is not read to its end: cut the connection. */
-            return rq->dropped > 4 * (size_t)srv->cfg.max_body ? MHD_NO : MHD_YES;
-        }
-        if (rq->len + n + 1 > rq->cap) {
-            size_t cap = rq->cap ? rq->cap : 4096;
-            while (cap < rq->len + n + 1)
-                cap *= 2;
-            char *nb = realloc(rq->body, cap);
-            if (!nb)
-                return MHD_NO;
-            rq->body = nb;
-            rq->cap = cap;
-        }
-        memcpy(rq->body + rq->len, upload, n);
-        rq->len += n;
-        rq->body[rq->len] = 0;
-        return MHD_YES;
+        return request_body(srv, rq, admission && post, upload, n);
     }
-    if (rq->ep == TLY_EP_OTHER) {
-        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_NOT_FOUND, 0);
-        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found: %s\n", url);
-    }
-    bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-    if (admission ? !post : !get) {
-        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_BAD_METHOD, 0);
-        log_rejected(srv, rq, 405, method);
-        return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "%s takes %s only\n", url,
-                          admission ? "POST" : "GET");
-    }
-    if (!admission)
-        return serve_get(srv, conn, rq);
-    if (rq->forbidden >= 0) {
-        /* Not counted as a request outcome: tally_client_cert_rejections_total counts it. */
-        atomic_fetch_add_explicit(&srv->cert_rejected[rq->forbidden], 1, memory_order_relaxed);
-        log_rejected(srv, rq, 403, rq->why);
-        return reply_text(conn, MHD_HTTP_FORBIDDEN, "forbidden: %s\n", rq->why);
-    }
-    if (rq->too_large) {
-        tly_metrics_request(srv->metrics, rq->ep, TLY_OUT_TOO_LARGE, 0);
-        log_rejected(srv, rq, 413, "body over the limit");
-        return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body over the limit of %zu bytes\n",
-                          srv->cfg.max_body);
-    }
-    return decide(srv, conn, rq);
+    enum MHD_Result ret = request_end(srv, conn, rq, url, method, admission, post);
+    rq->status = queued_status(conn);
+    return ret;
 }
 
+/* Why a request ended with no answer, from MHD's termination code. */
+static tly_abort abort_reason(const request *rq, const conn_ctx *cc, enum MHD_RequestTerminationCode toe,
+                              tly_server *srv)
+{
+    if (rq && rq->dropped > 4 * (size_t)srv->cfg.max_body)
+        return TLY_ABORT_BODY_LIMIT;
+    if (cc && tly_conns_was_cut(srv->conns, cc->guard))
+        return TLY_ABORT_DEADLINE;
+    if (toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
+        return TLY_ABORT_TIMEOUT;
+    if (toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT || toe == MHD_REQUEST_TERMINATED_READ_ERROR)
+        return TLY_ABORT_CLIENT;
+    return TLY_ABORT_ERROR;
+}
+
+/* Big requests leave free heap pages behind in every worker's malloc arena: hand them back. */
+#define TRIM_AFTER_BYTES (4u << 20)
+
+/*
+** Every request whose request line was read ends here (the request-line
+** callback makes MHD tell us), answered or not: its answer is counted by
+** status (MHD's own answers are counted from its log, count_httpd_message),
+** an unanswered one by reason, and the connection's next deadline starts.
+*/
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
-    (void)toe;
     tly_server *srv = cls;
     request *rq = *con_cls;
+    conn_ctx *cc = ctx_of(conn);
+    if (rq && rq->status)
+        tly_metrics_response(srv->metrics, rq->status);
+    else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK &&
+             !MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS))
+        tly_metrics_aborted(srv->metrics, abort_reason(rq, cc, toe, srv));
+    if (cc)
+        tly_conns_request_done(srv->conns, cc->guard);
     if (!rq)
         return;
     if (rq->counted)
         atomic_fetch_sub(&srv->in_flight, 1);
+    budget_give(srv, rq->held);
     free(rq->body);
+    if (rq->held + rq->parsed >= TRIM_AFTER_BYTES)
+        malloc_trim(0);
     free(rq);
     *con_cls = NULL;
 }
+
 
 /* ---- lifetime ----------------------------------------------------------- */
 
@@ -1080,6 +1327,16 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
         srv->cfg.connection_limit = TLY_SERVER_CONNECTION_LIMIT;
     if (!srv->cfg.connection_timeout)
         srv->cfg.connection_timeout = TLY_SERVER_CONNECTION_TIMEOUT;
+    if (!srv->cfg.per_ip_limit)
+        srv->cfg.per_ip_limit = TLY_SERVER_PER_IP_LIMIT;
+    if (!srv->cfg.handshake_timeout)
+        srv->cfg.handshake_timeout = TLY_SERVER_HANDSHAKE_TIMEOUT;
+    if (!srv->cfg.request_timeout)
+        srv->cfg.request_timeout = TLY_SERVER_REQUEST_TIMEOUT;
+    if (!srv->cfg.memory_budget)
+        srv->cfg.memory_budget = TLY_SERVER_MEMORY_BUDGET;
+    if (!srv->cfg.max_values)
+        srv->cfg.max_values = TLY_SERVER_MAX_VALUES;
     if (!srv->cfg.threads) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         srv->cfg.threads = n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
@@ -1092,6 +1349,13 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
     for (int r = 0; r < CERT_REASONS; r++)
         atomic_init(&srv->cert_rejected[r], 0);
     srv->metrics = tly_metrics_create();
+    atomic_init(&srv->mem_used, 0);
+    unsigned reserve = srv->cfg.connection_limit / 16;
+    tly_conns_limits cl = {.limit = srv->cfg.connection_limit, .per_ip = srv->cfg.per_ip_limit,
+                           .reserve = reserve < TLY_SERVER_RESERVE ? reserve : TLY_SERVER_RESERVE, .small = 4,
+                           .handshake_s = srv->cfg.handshake_timeout, .request_s = srv->cfg.request_timeout,
+                           .idle_s = srv->cfg.connection_timeout};
+    srv->conns = tly_conns_create(&cl);
     if (cfg->reserve_upsizes_ms > 0)
         srv->upsize = tly_upsize_create(cfg->reserve_upsizes_ms, NULL, NULL);
     srv->cert_id = identify(srv->cert_path);
@@ -1168,7 +1432,8 @@ static int bind_listen(tly_server *srv, char *err, size_t errlen)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (p->ai_family == AF_INET6 && !*host)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);  /* also IPv4 */
-        if (bind(fd, p->ai_addr, p->ai_addrlen) == 0 && listen(fd, 256) == 0)
+        /* A deep backlog: in a burst of connects, a probe's SYN waits instead of being dropped (1 s retry). */
+        if (bind(fd, p->ai_addr, p->ai_addrlen) == 0 && listen(fd, 4096) == 0)
             break;
         saved = errno;
         close(fd);
@@ -1189,10 +1454,46 @@ static int bind_listen(tly_server *srv, char *err, size_t errlen)
     return 0;
 }
 
+/*
+** Raises the soft descriptor limit towards the hard one when it is below what
+** the connection limit needs (a soft limit of 1024 is common): otherwise
+** accept() fails with EMFILE before the guard's limit is reached, and a
+** client hangs in the backlog instead of being refused. Logged either way.
+*/
+static void raise_fd_limit(tly_server *srv)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)srv->cfg.connection_limit + 128;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    bool raised = setrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= want;
+    logf_msg(srv, raised ? TLY_LOG_INFO : TLY_LOG_WARN, "fd-limit",
+             "open-file limit %llu %s %llu (the connection limit %u needs about %llu)%s", (unsigned long long)was,
+             raised ? "raised to" : "could only be raised to", (unsigned long long)rl.rlim_cur,
+             srv->cfg.connection_limit, (unsigned long long)want,
+             raised ? "" : ": raise the hard limit (ulimit -Hn, the container runtime's nofile)");
+}
+
 int tly_server_start(tly_server *srv, char *err, size_t errlen)
 {
     if (bind_listen(srv, err, errlen) != 0)
         return -1;
+    /*
+    ** A fixed mmap threshold: glibc raises it to the largest block freed so
+    ** far, after which every 6 MiB body would come from the heap and stay
+    ** there. Fixed, a body's buffer is unmapped when it is freed.
+    */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    raise_fd_limit(srv);
+    int trc = tly_conns_start(srv->conns);
+    if (trc != 0) {
+        snprintf(err, errlen, "cannot start the connection reaper thread: %s", strerror(trc));
+        close(srv->listen_fd);
+        srv->listen_fd = -1;
+        return -1;
+    }
     unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
     struct MHD_OptionItem opts[] = {
@@ -1201,14 +1502,16 @@ int tly_server_start(tly_server *srv, char *err, size_t errlen)
         {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback},
         {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLY_SERVER_TLS_PRIORITIES},
         {MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, NULL},
-        {MHD_OPTION_CONNECTION_LIMIT, srv->cfg.connection_limit, NULL},
+        /* tally's guard (conns.h) refuses first; MHD's own limit (per worker, an even share) is a backstop. */
+        {MHD_OPTION_CONNECTION_LIMIT, 2 * srv->cfg.connection_limit, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout, NULL},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_request_line, srv},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv},
         {srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, srv->cfg.threads, NULL},
         {MHD_OPTION_END, 0, NULL},
     };
-    srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts,
+    srv->daemon = MHD_start_daemon(flags, 0, accept_policy, srv, on_request, srv, MHD_OPTION_ARRAY, opts,
                                    MHD_OPTION_END);
     if (!srv->daemon) {
         snprintf(err, errlen, "cannot start the HTTPS server on %s (libmicrohttpd refused; see the "
@@ -1333,6 +1636,7 @@ void tly_server_destroy(tly_server *srv)
         client_ca_free(ca);
     }
     free(srv->client_ca_path);
+    tly_conns_destroy(srv->conns);
     tly_upsize_destroy(srv->upsize);
     tly_metrics_destroy(srv->metrics);
     pthread_mutex_destroy(&srv->state_mu);

@@ -17,6 +17,10 @@
 **   tally_state_reloads_total, tally_state_reload_failures_total   counters
 **   tally_upsize_reservations                              gauge
 **   tally_tls_reloads_total, tally_tls_reload_failures_total       counters
+**   tally_http_responses_total{code}                       counter: every answer sent,
+**                                                          tally's and libmicrohttpd's own
+**   tally_http_requests_aborted_total{reason}              counter: requests that ended
+**                                                          without an answer
 */
 #ifndef TALLY_METRICS_H
 #define TALLY_METRICS_H
@@ -69,13 +73,32 @@ const char *tly_endpoint_path(tly_endpoint e);
 tly_endpoint tly_endpoint_of_path(const char *path);
 const char *tly_outcome_name(tly_outcome o);
 
-/* One request; latency counts for the admission endpoints only. */
+/*
+** One request; latency counts for the admission endpoints only, and only for
+** a decision: TLY_NO_LATENCY for an answer given without one (403, 404, 405,
+** 413), which would otherwise show in the histogram as a decision of 0 s.
+*/
+#define TLY_NO_LATENCY UINT64_MAX
 void tly_metrics_request(tly_metrics *m, tly_endpoint e, tly_outcome o, uint64_t nanos);
 /* The object counts of the state now served. */
 void tly_metrics_state(tly_metrics *m, const tly_store *s);
 void tly_metrics_state_reload(tly_metrics *m, bool ok);
 void tly_metrics_tls_reload(tly_metrics *m, bool ok);
 void tly_metrics_reservations(tly_metrics *m, uint64_t n);
+/* An answer with HTTP status code (100-599) was sent, by tally or by libmicrohttpd itself. */
+void tly_metrics_response(tly_metrics *m, unsigned code);
+/* Why a request ended with no answer sent. */
+typedef enum {
+    TLY_ABORT_CLIENT = 0,     /* the client went away, or a read failed */
+    TLY_ABORT_TIMEOUT,        /* libmicrohttpd's idle timeout */
+    TLY_ABORT_BODY_LIMIT,     /* cut: the body went on past four times the limit */
+    TLY_ABORT_DEADLINE,       /* cut: past the request's deadline (conns.h) */
+    TLY_ABORT_ERROR,          /* any other error, or the server stopping */
+    TLY_ABORT_COUNT
+} tly_abort;
+void tly_metrics_aborted(tly_metrics *m, tly_abort why);
+/* Answers sent with a status code, for tests. */
+uint64_t tly_metrics_responses(const tly_metrics *m, unsigned code);
 /* Writes s as a label value of the text format: \\, \" and \n escaped. */
 void tly_metrics_label(FILE *out, const char *s);
 

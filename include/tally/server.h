@@ -55,6 +55,13 @@ int tly_log_level_parse(const char *s);
 #define TLY_SERVER_MAX_BODY (6u << 20)          /* two 1.5 MiB objects and the review around them */
 #define TLY_SERVER_CONNECTION_LIMIT 1024u
 #define TLY_SERVER_CONNECTION_TIMEOUT 120u      /* s of inactivity; above the API server's 90 s idle */
+#define TLY_SERVER_PER_IP_LIMIT 256u            /* connections one peer (IP address) may hold */
+#define TLY_SERVER_RESERVE 64u                  /* the last slots: only for peers holding under 4 */
+#define TLY_SERVER_HANDSHAKE_TIMEOUT 10u        /* s from accept to the first request line */
+#define TLY_SERVER_REQUEST_TIMEOUT 30u          /* s from a request line to its answer: a webhook's
+                                                   timeoutSeconds is at most 30 */
+#define TLY_SERVER_MEMORY_BUDGET (96u << 20)    /* bytes for bodies in flight and their parses */
+#define TLY_SERVER_MAX_VALUES 600000u           /* JSON values in one review (80 bytes each parsed) */
 #define TLY_SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 typedef struct {
@@ -71,6 +78,11 @@ typedef struct {
     unsigned threads;            /* worker threads; 0: one per CPU, at most 8 */
     unsigned connection_limit;   /* 0: TLY_SERVER_CONNECTION_LIMIT */
     unsigned connection_timeout; /* s; 0: TLY_SERVER_CONNECTION_TIMEOUT */
+    unsigned per_ip_limit;       /* 0: TLY_SERVER_PER_IP_LIMIT */
+    unsigned handshake_timeout;  /* s; 0: TLY_SERVER_HANDSHAKE_TIMEOUT */
+    unsigned request_timeout;    /* s; 0: TLY_SERVER_REQUEST_TIMEOUT */
+    size_t memory_budget;        /* 0: TLY_SERVER_MEMORY_BUDGET */
+    size_t max_values;           /* 0: TLY_SERVER_MAX_VALUES */
 } tly_server_config;
 
 typedef struct tly_server tly_server;

@@ -16,18 +16,16 @@ Prints one line per round and a summary; exits 1 if any upsize was over-admitted
 run as designed (the reload not during the decisions). Bounded: every request and wait has a timeout.
 """
 import argparse
-import http.client
 import json
 import os
-import re
 import shutil
 import signal
-import ssl
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from serve_lib import Server, make_cert
 
 NPODS = 24   # 24 x 500m = 12 cores of a 16-core limit: room for 8 upsizes of +500m
 FILL = 8
@@ -69,55 +67,18 @@ def review(i, pad):
     return body.encode()
 
 
-class Server:
-    def __init__(self, tally, d):
-        self.d = d
-        self.log = os.path.join(d, "serve.log")
-        self.proc = subprocess.Popen(
-            [tally, "serve", "--listen", "127.0.0.1:0", "--tls-cert", os.path.join(d, "tls.crt"),
-             "--tls-key", os.path.join(d, "tls.key"), "--state", os.path.join(d, "state"),
-             "--reserve-upsizes=60s"], stderr=open(self.log, "w"))
-        self.ctx = ssl.create_default_context(cafile=os.path.join(d, "tls.crt"))
-        deadline = time.time() + 20
-        self.port = None
-        while time.time() < deadline and self.port is None:
-            if self.proc.poll() is not None:
-                raise RuntimeError("serve exited: " + open(self.log).read()[-2000:])
-            m = re.search(r"event=listening .*port=(\d+)", open(self.log).read())
-            if m:
-                self.port = int(m.group(1))
-            else:
-                time.sleep(0.05)
-        if self.port is None:
-            raise RuntimeError("serve did not start in 20 s")
-
-    def post(self, body):
-        c = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=60, context=self.ctx)
-        c.request("POST", "/validate/pods-resize", body, {"Content-Type": "application/json"})
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        if r.status != 200:
-            raise RuntimeError("HTTP %d: %s" % (r.status, data[:300]))
-        return json.loads(data)["response"]["allowed"]
-
-    def reloads(self):
-        return open(self.log).read().count("event=state-reloaded")
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def one_round(tally, d, pad, inflight, hup_after):
     write_state(d, 0)
-    s = Server(tally, d)
+    s = Server(tally, d, ["--reserve-upsizes=60s"])
+
+    def post(body):
+        status, data = s.request("POST", "/validate/pods-resize", body)
+        if status != 200:
+            raise RuntimeError("HTTP %d: %s" % (status, data[:300]))
+        return json.loads(data)["response"]["allowed"]
+
     try:
-        filled = sum(s.post(review(i, 0)) for i in range(FILL))
+        filled = sum(post(review(i, 0)) for i in range(FILL))
         if filled != FILL:
             raise RuntimeError("only %d of the %d filling upsizes were admitted" % (filled, FILL))
         write_state(d, FILL)
@@ -127,7 +88,7 @@ def one_round(tally, d, pad, inflight, hup_after):
 
         def send(k):
             try:
-                results[k] = s.post(bodies[k])
+                results[k] = post(bodies[k])
             except Exception as e:  # noqa: BLE001 - reported below
                 results[k] = e
             done.append(time.time())
@@ -142,12 +103,13 @@ def one_round(tally, d, pad, inflight, hup_after):
         for t in threads:
             t.join(120)
         deadline = time.time() + 10
-        while s.reloads() < 1 and time.time() < deadline:
+        reloads = lambda: open(s.log).read().count("event=state-reloaded")  # noqa: E731
+        while reloads() < 1 and time.time() < deadline:
             time.sleep(0.05)
         errors = [r for r in results if not isinstance(r, bool)]
         if errors:
             raise RuntimeError("a request failed: %s" % errors[0])
-        if s.reloads() != 1:
+        if reloads() != 1:
             raise RuntimeError("the SIGHUP reload did not happen")
         during = sum(1 for t in done if t > t_hup)
         return sum(results), during, time.time() - t0
@@ -166,10 +128,7 @@ def main():
     d = tempfile.mkdtemp(prefix="tally-reload-race-")
     try:
         os.mkdir(os.path.join(d, "state"))
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-days", "2", "-subj", "/CN=tally-reload-race", "-addext",
-                        "subjectAltName=IP:127.0.0.1", "-keyout", os.path.join(d, "tls.key"),
-                        "-out", os.path.join(d, "tls.crt")], check=True, capture_output=True)
+        make_cert(d)
         over = bad_rounds = 0
         for rnd in range(a.rounds):
             admitted, during, took = one_round(os.path.abspath(a.tally), d, a.pad, a.inflight, a.hup_after)
