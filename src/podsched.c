@@ -772,7 +772,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
         q->subgroup = tly_gang_subgroup_of(q->pg, p);
         q->queue = tly_queues_find(ps->qs, q->res.queue);
         q->priority = tly_pod_priority(s, p, q->pg);
-        q->non_preemptible = tly_pod_non_preemptible(s, p, q->pg);
+        q->non_preemptible = tly_pod_non_preemptible_at(p, q->pg, q->priority);
         q->node = ni;
         if (tly_pod_terminal(p)) {
             q->res.state = !strcmp(p->phase, "Succeeded") ? "Succeeded" : "Failed";
@@ -1214,8 +1214,9 @@ static const char *policy_elsewhere(tly_podsched *ps, const pstate *p, bool gati
     bool spared = false;
     for (uint32_t k = 0; k < ps->nnodes; k++) {
         uint32_t cl = ps->node_class[k];
-        if (seen[cl] || (ps->mask && !ps->mask[k]) ||
-            tly_nodefit_static(p->res.pod, ps->nodes[k].n, NULL) != TLY_FIT_OK)
+        const tly_taint *taint;
+        /* The static predicates by class where the pod has a constraint id: a byte read per node. */
+        if (seen[cl] || (ps->mask && !ps->mask[k]) || static_fit(ps, p, k, &taint) != TLY_FIT_OK)
             continue;
         seen[cl] = 1;
         tly_qverdict v = {.quiet = false};
