@@ -83,6 +83,15 @@ static int label_preemptibility(const tly_kvs *labels)
 */
 bool tly_pod_non_preemptible(const tly_store *s, const tly_pod *p, const tly_podgroup *pg)
 {
+    return tly_pod_non_preemptible_at(p, pg, tly_pod_priority(s, p, pg));
+}
+
+/*
+** tly_pod_non_preemptible with the pod's priority already known (the pod
+** engine has it): the PriorityClass is not looked up a second time.
+*/
+bool tly_pod_non_preemptible_at(const tly_pod *p, const tly_podgroup *pg, int32_t priority)
+{
     int e = pg ? pg->preemptibility : TLY_PREEMPT_UNSET;
     if (e == TLY_PREEMPT_UNSET && pg)
         e = label_preemptibility(&pg->meta.labels);
@@ -90,7 +99,7 @@ bool tly_pod_non_preemptible(const tly_store *s, const tly_pod *p, const tly_pod
         e = label_preemptibility(&p->meta.labels);
     if (e != TLY_PREEMPT_UNSET)
         return e == TLY_PREEMPT_NON_PREEMPTIBLE;
-    return tly_pod_priority(s, p, pg) >= NON_PREEMPTIBLE_PRIORITY;
+    return priority >= NON_PREEMPTIBLE_PRIORITY;
 }
 
 static bool is_gpu_id(uint32_t id) { return id == TLY_R_NVIDIA_GPU || id == TLY_R_AMD_GPU; }

@@ -120,6 +120,8 @@ struct tly_podsched {
     uint32_t nshapes;
     uint64_t node_gen, *cls_stamp, *shape_gen;
     const char **shape_msg;
+    const char **insufficient;     /* per resource id: "Insufficient <name>", made when first needed */
+    uint32_t ninsufficient;
     tly_ps_unit_hook unit_hook;    /* benchmarks: around each workload's decision */
     void *unit_ctx;
 };
@@ -770,7 +772,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
         q->subgroup = tly_gang_subgroup_of(q->pg, p);
         q->queue = tly_queues_find(ps->qs, q->res.queue);
         q->priority = tly_pod_priority(s, p, q->pg);
-        q->non_preemptible = tly_pod_non_preemptible(s, p, q->pg);
+        q->non_preemptible = tly_pod_non_preemptible_at(p, q->pg, q->priority);
         q->node = ni;
         if (tly_pod_terminal(p)) {
             q->res.state = !strcmp(p->phase, "Succeeded") ? "Succeeded" : "Failed";
@@ -921,6 +923,7 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->shape_gen);
     free(ps->shape_msg);
     free(ps->cls_stamp);
+    free(ps->insufficient);
     free(ps->static_nodes);
     tly_acc_index_destroy(ps->accx);
     free(ps->pods);
@@ -976,6 +979,24 @@ static const char *static_text(tly_fit_result f, const tly_taint *taint, char *b
     return tly_fit_result_text(f);
 }
 
+/*
+** "Insufficient <resource>", made once per resource in the engine's arena:
+** the full scan of a pod that fits nowhere refuses thousands of nodes for a
+** few of these, and counts them by address (count_reasons).
+*/
+static const char *insufficient(tly_podsched *ps, uint32_t id)
+{
+    if (id >= ps->ninsufficient) {
+        uint32_t n = id + 16;
+        ps->insufficient = tly_xrealloc(ps->insufficient, n * sizeof *ps->insufficient);
+        memset(ps->insufficient + ps->ninsufficient, 0, (n - ps->ninsufficient) * sizeof *ps->insufficient);
+        ps->ninsufficient = n;
+    }
+    if (!ps->insufficient[id])
+        ps->insufficient[id] = tly_arena_printf(ps->a, "Insufficient %s", tly_names_str(ps->names, id));
+    return ps->insufficient[id];
+}
+
 /* Static or resource misfit of pod p on node n: NULL when it fits. */
 static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
 {
@@ -993,20 +1014,14 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
         tly_qty total;
         if (tly_qty_add(tly_rvec_get(&n->used, r->id), r->q, &total) != TLY_OK ||
             tly_qty_cmp(total, tly_rvec_get(&n->alloc, r->id)) > 0) {
-            if (!buf)
-                return "";
-            snprintf(buf, len, "Insufficient %s", tly_names_str(ps->names, r->id));
-            return buf;
+            return buf ? insufficient(ps, r->id) : "";
         }
     }
     if (p->req.gpu_kind != TLY_GPU_NONE && p->req.gpu_kind != TLY_GPU_MIG &&
         !tly_gpus_place((tly_gpus *)&n->gpus, &p->req, false)) {
         if (p->req.gpu_kind == TLY_GPU_MEMORY && n->gpu_mem == 0)
             return "node(s) without GPU memory information (nvidia.com/gpu.memory)";
-        if (!buf)
-            return "";
-        snprintf(buf, len, "Insufficient %s", tly_names_str(ps->names, p->req.gpu_resource));
-        return buf;
+        return buf ? insufficient(ps, p->req.gpu_resource) : "";
     }
     return NULL;
 }
@@ -1038,22 +1053,34 @@ static char *unschedulable_message(tly_podsched *ps, tally_count *c, uint32_t nc
     return buf;
 }
 
-/* n more nodes refused for `text`. */
-static void count_reasons(tally_count **c, uint32_t *nc, const char *text, uint32_t n, tly_arena *a)
+/*
+** n more nodes refused for `text`. A stable text (a literal, or one of the
+** engine's canonical reasons) outlives the count and is kept as is, so the
+** next node refused for it is counted by one pointer compare; the others (a
+** caller's buffer) are copied. Equal texts at other addresses still count
+** together (the string compare), as kube-scheduler counts by text.
+*/
+static void count_reasons(tally_count **c, uint32_t *nc, const char *text, bool stable, uint32_t n,
+                          tly_arena *a)
 {
+    for (uint32_t i = 0; i < *nc; i++)
+        if ((*c)[i].text == text) {
+            (*c)[i].count += n;
+            return;
+        }
     for (uint32_t i = 0; i < *nc; i++)
         if (!strcmp((*c)[i].text, text)) {
             (*c)[i].count += n;
             return;
         }
-    (*c)[*nc].text = tly_arena_strdup(a, text);
+    (*c)[*nc].text = stable ? text : tly_arena_strdup(a, text);
     (*c)[*nc].count = n;
     (*nc)++;
 }
 
-static void count_reason(tally_count **c, uint32_t *nc, const char *text, tly_arena *a)
+static void count_reason(tally_count **c, uint32_t *nc, const char *text, bool stable, tly_arena *a)
 {
-    count_reasons(c, nc, text, 1, a);
+    count_reasons(c, nc, text, stable, 1, a);
 }
 
 typedef struct {
@@ -1089,8 +1116,8 @@ static void static_refusals(tly_podsched *ps, const pstate *p, tally_count **cou
         const tly_taint *taint;
         tly_fit_result f = tly_nodeclasses_fit(ps->ncls, p->cid, c, &taint);
         if (f != TLY_FIT_OK)
-            count_reasons(counts, nc, static_text(f, taint, buf, sizeof buf), tly_nodeclasses_size(ps->ncls, c),
-                          ps->a);
+            count_reasons(counts, nc, static_text(f, taint, buf, sizeof buf), false,
+                          tly_nodeclasses_size(ps->ncls, c), ps->a);
     }
 }
 
@@ -1187,8 +1214,9 @@ static const char *policy_elsewhere(tly_podsched *ps, const pstate *p, bool gati
     bool spared = false;
     for (uint32_t k = 0; k < ps->nnodes; k++) {
         uint32_t cl = ps->node_class[k];
-        if (seen[cl] || (ps->mask && !ps->mask[k]) ||
-            tly_nodefit_static(p->res.pod, ps->nodes[k].n, NULL) != TLY_FIT_OK)
+        const tly_taint *taint;
+        /* The static predicates by class where the pod has a constraint id: a byte read per node. */
+        if (seen[cl] || (ps->mask && !ps->mask[k]) || static_fit(ps, p, k, &taint) != TLY_FIT_OK)
             continue;
         seen[cl] = 1;
         tly_qverdict v = {.quiet = false};
@@ -1293,14 +1321,15 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
                 return false;
             }
             if (r == 0) {
-                count_reason(&counts, &nc, why, ps->a);
+                /* Not stable: a taint text in buf, or a DRA reason in the try's choice. */
+                count_reason(&counts, &nc, why, why != buf && !p->res.pod->nclaims, ps->a);
                 continue;
             }
             if (r < 0) {
                 if (!*any_policy)
                     *policy = v;
                 *any_policy = true;
-                count_reason(&counts, &nc, v.reason, ps->a);
+                count_reason(&counts, &nc, v.reason, true, ps->a);  /* a literal (queues.c) */
                 continue;
             }
             nstate *n = &ps->nodes[k];
@@ -2145,7 +2174,7 @@ void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
             have_first = true;
             why = verdict_text(ps, &nv);
         }
-        count_reason(&counts, &nc, why, ps->a);  /* -2: the unsupported DRA claim text */
+        count_reason(&counts, &nc, why, false, ps->a);  /* -2: the unsupported DRA claim text */
     }
     fprintf(out, "\nNodes now (%u):\n", ps->nnodes);
     if (fits)

@@ -149,6 +149,34 @@ static char *object_key(tly_arena *a, int kind, const char *ns, const char *name
     return tly_arena_printf(a, "%d\x1f%s\x1f%s", kind, ns ? ns : "", name);
 }
 
+/*
+** object_key's text ("<kind>\x1f<ns>\x1f<name>") into buf, without printf:
+** every lookup by name builds one (the pod engine does for each pod's
+** PriorityClass and PodGroup). Its length, or -1 when it does not fit.
+*/
+static int object_key_buf(char *buf, size_t cap, int kind, const char *ns, const char *name)
+{
+    char digits[12];
+    int nd = 0;
+    unsigned k = (unsigned)kind;
+    do {
+        digits[nd++] = (char)('0' + k % 10);
+        k /= 10;
+    } while (k);
+    size_t lns = ns ? strlen(ns) : 0, lname = strlen(name), len = (size_t)nd + 2 + lns + lname;
+    if (len >= cap)
+        return -1;
+    char *w = buf;
+    while (nd)
+        *w++ = digits[--nd];
+    *w++ = '\x1f';
+    memcpy(w, ns ? ns : "", lns);
+    w += lns;
+    *w++ = '\x1f';
+    memcpy(w, name, lname + 1);
+    return (int)len;
+}
+
 void tly_store_add(tly_store *s, int kind, tly_meta *obj)
 {
     tly_objvec *v = &s->kinds[kind];
@@ -236,8 +264,8 @@ void tly_store_finish(tly_store *s)
         for (uint32_t i = 0; i < v->n; i++) {
             tly_meta *m = v->v[i];
             char buf[512];
-            int len = snprintf(buf, sizeof buf, "%d\x1f%s\x1f%s", k, m->ns ? m->ns : "", m->name);
-            if (len < 0 || (size_t)len >= sizeof buf) {
+            int len = object_key_buf(buf, sizeof buf, k, m->ns, m->name);
+            if (len < 0) {
                 char *key = object_key(s->arena, k, m->ns, m->name);
                 tly_strmap_put(&s->byname, key, strlen(key), (void *)(uintptr_t)(i + 1));
             } else {
@@ -326,8 +354,8 @@ void *tly_store_find(const tly_store *s, int kind, const char *ns, const char *n
     if (s->backend)
         return s->backend->find(s->backend_ctx, kind, ns, name);
     char buf[512];
-    int len = snprintf(buf, sizeof buf, "%d\x1f%s\x1f%s", kind, ns ? ns : "", name);
-    if (len < 0 || (size_t)len >= sizeof buf)
+    int len = object_key_buf(buf, sizeof buf, kind, ns, name);
+    if (len < 0)
         return NULL;
     uintptr_t idx = (uintptr_t)tly_strmap_get(&s->byname, buf, (size_t)len);
     return idx ? s->kinds[kind].v[idx - 1] : NULL;

@@ -39,6 +39,8 @@ bool tly_pod_terminal(const tly_pod *p);
 /* The pod's priority and whether it is non-preemptible (pg: its PodGroup or NULL). */
 int32_t tly_pod_priority(const tly_store *s, const tly_pod *p, const tly_podgroup *pg);
 bool tly_pod_non_preemptible(const tly_store *s, const tly_pod *p, const tly_podgroup *pg);
+/* The same, given the pod's priority (tly_pod_priority). */
+bool tly_pod_non_preemptible_at(const tly_pod *p, const tly_podgroup *pg, int32_t priority);
 
 /* Whether KAI GPU sharing is on for this Config (NULL: on). */
 bool tly_gpu_sharing_enabled(const tly_config *c);
