@@ -997,11 +997,35 @@ static const char *insufficient(tly_podsched *ps, uint32_t id)
     return ps->insufficient[id];
 }
 
-/* Static or resource misfit of pod p on node n: NULL when it fits. */
-static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
+/* The value of a dense vector's entry id, in nano-units (absent: 0). */
+static inline tly_i128 rvec_nanos(const tly_rvec *v, uint32_t id)
 {
-    const tly_taint *taint;
-    tly_fit_result f = static_fit(ps, p, (uint32_t)(n - ps->nodes), &taint);
+    return id < v->n ? v->v[id].nanos : 0;
+}
+
+/*
+** Whether request r (> 0) fits beside what node n already runs: used + r no
+** more than allocatable, a sum beyond the largest quantity never fitting.
+** tly_qty_add and tly_qty_cmp say the same; inline, because every try of
+** every pod runs it for each of its requests.
+*/
+static inline bool room_for(const nstate *n, const tly_rq *r)
+{
+    tly_i128 total;
+    return !__builtin_add_overflow(rvec_nanos(&n->used, r->id), r->q.nanos, &total) &&
+           total <= rvec_nanos(&n->alloc, r->id);
+}
+
+/*
+** Static or resource misfit of pod p on node n: NULL when it fits.
+** static_ok: the caller knows n passes the static predicates (a candidate of
+** p's constraint), so they are not read again.
+*/
+static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len,
+                          bool static_ok)
+{
+    const tly_taint *taint = NULL;
+    tly_fit_result f = static_ok ? TLY_FIT_OK : static_fit(ps, p, (uint32_t)(n - ps->nodes), &taint);
     /* No buffer: the caller only asks whether it fits (the reason is not shown). */
     if (!buf && f != TLY_FIT_OK)
         return "";
@@ -1011,11 +1035,8 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
         const tly_rq *r = &p->req.req.v[i];
         if (is_gpu_id(r->id) || tly_qty_sign(r->q) <= 0)
             continue;
-        tly_qty total;
-        if (tly_qty_add(tly_rvec_get(&n->used, r->id), r->q, &total) != TLY_OK ||
-            tly_qty_cmp(total, tly_rvec_get(&n->alloc, r->id)) > 0) {
+        if (!room_for(n, r))
             return buf ? insufficient(ps, r->id) : "";
-        }
     }
     if (p->req.gpu_kind != TLY_GPU_NONE && p->req.gpu_kind != TLY_GPU_MIG &&
         !tly_gpus_place((tly_gpus *)&n->gpus, &p->req, false)) {
@@ -1131,13 +1152,13 @@ static int class_check(tly_podsched *ps, const pstate *p, uint32_t k, bool gatin
                        const char **problem);
 
 static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
-                    const char **why, char *buf, size_t len, const char **problem)
+                    const char **why, char *buf, size_t len, const char **problem, bool static_ok)
 {
     if (ps->mask && !ps->mask[k]) {
         *why = "node(s) outside the topology domain tried";
         return 0;
     }
-    *why = misfit(ps, p, &ps->nodes[k], buf, len);
+    *why = misfit(ps, p, &ps->nodes[k], buf, len, static_ok);
     if (*why)
         return 0;
     bool claims = p->res.pod->nclaims > 0;
@@ -1281,10 +1302,14 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
             else
                 hi = mid;
         }
+        /* Nodes the static predicates refuse are skipped by a byte (no reason is kept here). */
+        const uint8_t *ok = p->cid != TLY_NC_NONE ? tly_nodeclasses_node_ok(ps->ncls, p->cid) : NULL;
         for (uint32_t i = lo; i < ps->nnodes && best < 0; i++) {
             uint32_t k = ps->order[i];
+            if (ok && !ok[k])
+                continue;
             tly_qverdict v = {.quiet = true};
-            int r = try_node(ps, p, k, gating, &v, &why, NULL, 0, &problem);
+            int r = try_node(ps, p, k, gating, &v, &why, NULL, 0, &problem, ok != NULL);
             if (r == -2) {
                 *unsupported = tly_arena_strdup(ps->a, why);
                 return false;
@@ -1315,7 +1340,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         for (uint32_t j = 0; j < ncand; j++) {
             uint32_t k = cand ? cand[j] : j;
             tly_qverdict v = {.quiet = *any_policy};
-            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem);
+            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem, cand != NULL);
             if (r == -2) {
                 *unsupported = tly_arena_strdup(ps->a, why);
                 return false;
@@ -2161,7 +2186,7 @@ void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
     for (uint32_t k = 0; k < ps->nnodes; k++) {
         const char *why, *problem;
         tly_qverdict nv = {.quiet = true};
-        int r = try_node(ps, p, k, gating, &nv, &why, buf, sizeof buf, &problem);
+        int r = try_node(ps, p, k, gating, &nv, &why, buf, sizeof buf, &problem, false);
         if (r == 1) {
             fits++;
             continue;
