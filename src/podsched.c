@@ -33,6 +33,17 @@ typedef struct tally_count {
     uint32_t count;
 } tally_count;
 
+/*
+** A shape's answer "fits no node" as counts: its reasons (static refusals by
+** class, and one per candidate node) and, per candidate node (the position
+** in its constraint's candidate list), which of them it is.
+*/
+typedef struct shape_memo {
+    tally_count *cnt;
+    uint32_t ncnt, cap;
+    uint32_t *why;
+} shape_memo;
+
 typedef struct {
     const tly_k8s_node *n;
     tly_rvec used;        /* every resource but GPU devices, from bound and placed pods */
@@ -109,18 +120,25 @@ struct tly_podsched {
     const uint8_t *mask;           /* while a topology domain is tried: its nodes */
     tly_nodeclasses *ncls;         /* static node classes: the predicates once per class */
     const tly_k8s_node **static_nodes;
+    tly_strmap relevant_memo;      /* tly_acc_relevant's answers by what it reads of a pod */
     /*
     ** Pods of one node shape (constraint id, requests, GPU request) get the
     ** same answer from every node. When one fit no node, for node reasons
     ** only, its message holds for the next of its shape while no candidate
-    ** node has changed: cls_stamp[c] is the node_gen of the last change to a
-    ** node of static class c; shape_gen the node_gen its message was made at.
+    ** node has changed: touched[g] is the node changed at node_gen g (every
+    ** placement and rollback); shape_gen the node_gen its message was made
+    ** at. A later pod of the shape asks again only the candidate nodes that
+    ** changed since (shape_answer), and the counts are kept per shape for
+    ** that (shape_memo).
     */
-    tly_strmap relevant_memo;      /* tly_acc_relevant's answers by what it reads of a pod */
     tly_strmap shape_ids;
     uint32_t nshapes;
-    uint64_t node_gen, *cls_stamp, *shape_gen;
+    uint64_t node_gen, *shape_gen;
     const char **shape_msg;
+    struct shape_memo *memo;
+    uint32_t *touched, ntouched_cap;
+    uint32_t *cand_why;            /* full-scan scratch: per candidate, its reason's index in the counts */
+    uint64_t lookup, *seen;        /* per node: the shape_answer call that last asked it */
     const char **insufficient;     /* per resource id: "Insufficient <name>", made when first needed */
     uint32_t ninsufficient;
     tly_ps_unit_hook unit_hook;    /* benchmarks: around each workload's decision */
@@ -712,7 +730,9 @@ static void node_shapes(tly_podsched *ps)
         ps->pods[i].shape = ps->pods[i].pending ? node_shape(ps, &ps->pods[i]) : UINT32_MAX;
     ps->shape_gen = tly_xcalloc(ps->nshapes + 1, sizeof *ps->shape_gen);
     ps->shape_msg = tly_xcalloc(ps->nshapes + 1, sizeof *ps->shape_msg);
-    ps->cls_stamp = tly_xcalloc(tly_nodeclasses_count(ps->ncls) + 1, sizeof *ps->cls_stamp);
+    ps->memo = tly_xcalloc(ps->nshapes + 1, sizeof *ps->memo);
+    ps->cand_why = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->cand_why);
+    ps->seen = tly_xcalloc(ps->nnodes + 1, sizeof *ps->seen);
 }
 
 tly_podsched *tly_podsched_create(tly_store *s)
@@ -932,6 +952,16 @@ tly_podsched *tly_podsched_create(tly_store *s)
     return ps;
 }
 
+/* The shapes' kept answers (shape_memo). */
+static void free_memos(tly_podsched *ps)
+{
+    for (uint32_t i = 0; i < ps->nshapes; i++) {
+        free(ps->memo[i].cnt);
+        free(ps->memo[i].why);
+    }
+    free(ps->memo);
+}
+
 void tly_podsched_destroy(tly_podsched *ps)
 {
     if (!ps)
@@ -970,7 +1000,10 @@ void tly_podsched_destroy(tly_podsched *ps)
     tly_strmap_free(&ps->relevant_memo);
     free(ps->shape_gen);
     free(ps->shape_msg);
-    free(ps->cls_stamp);
+    free_memos(ps);
+    free(ps->touched);
+    free(ps->cand_why);
+    free(ps->seen);
     free(ps->insufficient);
     free(ps->static_nodes);
     tly_acc_index_destroy(ps->accx);
@@ -1129,27 +1162,28 @@ static char *unschedulable_message(tly_podsched *ps, tally_count *c, uint32_t nc
 ** caller's buffer) are copied. Equal texts at other addresses still count
 ** together (the string compare), as kube-scheduler counts by text.
 */
-static void count_reasons(tally_count **c, uint32_t *nc, const char *text, bool stable, uint32_t n,
-                          tly_arena *a)
+static uint32_t count_reasons(tally_count **c, uint32_t *nc, const char *text, bool stable, uint32_t n,
+                              tly_arena *a)
 {
     for (uint32_t i = 0; i < *nc; i++)
         if ((*c)[i].text == text) {
             (*c)[i].count += n;
-            return;
+            return i;
         }
     for (uint32_t i = 0; i < *nc; i++)
         if (!strcmp((*c)[i].text, text)) {
             (*c)[i].count += n;
-            return;
+            return i;
         }
     (*c)[*nc].text = stable ? text : tly_arena_strdup(a, text);
     (*c)[*nc].count = n;
-    (*nc)++;
+    return (*nc)++;
 }
 
-static void count_reason(tally_count **c, uint32_t *nc, const char *text, bool stable, tly_arena *a)
+/* One more node refused for `text`; the index of its count. */
+static uint32_t count_reason(tally_count **c, uint32_t *nc, const char *text, bool stable, tly_arena *a)
 {
-    count_reasons(c, nc, text, stable, 1, a);
+    return count_reasons(c, nc, text, stable, 1, a);
 }
 
 typedef struct {
@@ -1158,22 +1192,107 @@ typedef struct {
     tly_gpus before;     /* the node's devices before this placement */
 } placement;
 
-/* Node k's state changed: answers of the shapes that can use it are stale. */
+/* Node k's state changed: the shapes' answers are asked about it again (shape_answer). */
 static void touch_node(tly_podsched *ps, uint32_t k)
 {
-    ps->cls_stamp[tly_nodeclasses_of(ps->ncls, k)] = ++ps->node_gen;
+    if (ps->node_gen == ps->ntouched_cap) {
+        ps->ntouched_cap = ps->ntouched_cap ? 2 * ps->ntouched_cap : 1024;
+        ps->touched = tly_xrealloc(ps->touched, ps->ntouched_cap * sizeof *ps->touched);
+    }
+    ps->touched[ps->node_gen++] = k;
 }
 
-/* The message of p's shape when it still holds (no candidate node has changed since), or NULL. */
+/* Keeps the full scan's counts and per-candidate reasons as the shape's answer (before they are sorted). */
+static void shape_keep(tly_podsched *ps, const pstate *p, const tally_count *c, uint32_t nc, uint32_t ncand)
+{
+    shape_memo *m = &ps->memo[p->shape];
+    if (nc + 8 > m->cap) {
+        m->cap = nc + 8;
+        m->cnt = tly_xrealloc(m->cnt, m->cap * sizeof *m->cnt);
+    }
+    memcpy(m->cnt, c, nc * sizeof *c);
+    m->ncnt = nc;
+    if (!m->why)
+        m->why = tly_xmalloc((ncand + 1) * sizeof *m->why);
+    memcpy(m->why, ps->cand_why, ncand * sizeof *m->why);
+}
+
+/* The index of `text` among the shape's reasons, added with no node when new (texts here are stable). */
+static uint32_t memo_reason(shape_memo *m, const char *text)
+{
+    for (uint32_t i = 0; i < m->ncnt; i++)
+        if (m->cnt[i].text == text || !strcmp(m->cnt[i].text, text))
+            return i;
+    if (m->ncnt == m->cap) {
+        m->cap = 2 * m->cap + 8;
+        m->cnt = tly_xrealloc(m->cnt, m->cap * sizeof *m->cnt);
+    }
+    m->cnt[m->ncnt] = (tally_count){text, 0};
+    return m->ncnt++;
+}
+
+/* Position of node k in the ascending candidate list cand[0..n) (k is in it). */
+static uint32_t cand_pos(const uint32_t *cand, uint32_t n, uint32_t k)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cand[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+** The message of p's shape when it still holds, or NULL. The candidate nodes
+** changed since it was made are asked again, and the shape's counts follow
+** their new reasons (placing a pod can turn a node's "Insufficient
+** nvidia.com/gpu" into "Insufficient cpu"); a node that now takes the pod's
+** requests ends the answer (the full scan then runs: the queues may accept).
+** The message is what a full scan would give: the same counts, sorted.
+*/
 static const char *shape_answer(tly_podsched *ps, const pstate *p)
 {
     if (p->shape == UINT32_MAX || !ps->shape_msg[p->shape] || ps->mask)
         return NULL;  /* within a topology domain the answer is the domain's, not the shape's */
-    uint32_t n;
-    const uint32_t *cls = tly_nodeclasses_passing(ps->ncls, p->cid, &n);
-    for (uint32_t i = 0; i < n; i++)
-        if (ps->cls_stamp[cls[i]] > ps->shape_gen[p->shape])
+    uint64_t from = ps->shape_gen[p->shape];
+    if (from == ps->node_gen)
+        return ps->shape_msg[p->shape];
+    shape_memo *m = &ps->memo[p->shape];
+    const uint8_t *ok = tly_nodeclasses_node_ok(ps->ncls, p->cid);
+    uint32_t ncand;
+    const uint32_t *cand = tly_nodeclasses_candidates(ps->ncls, p->cid, &ncand);
+    char buf[160];
+    bool changed = false;
+    ps->lookup++;
+    for (uint64_t g = from; g < ps->node_gen; g++) {
+        uint32_t k = ps->touched[g];
+        if (!ok[k] || ps->seen[k] == ps->lookup)
+            continue;
+        ps->seen[k] = ps->lookup;
+        const char *why = misfit(ps, p, &ps->nodes[k], buf, sizeof buf, true);
+        if (!why) {
+            ps->shape_msg[p->shape] = NULL;
             return NULL;
+        }
+        uint32_t j = cand_pos(cand, ncand, k), r = memo_reason(m, why);
+        if (r != m->why[j]) {
+            m->cnt[m->why[j]].count--;
+            m->cnt[r].count++;
+            m->why[j] = r;
+            changed = true;
+        }
+    }
+    ps->shape_gen[p->shape] = ps->node_gen;
+    if (changed) {
+        uint32_t nc = 0;
+        for (uint32_t i = 0; i < m->ncnt; i++)
+            if (m->cnt[i].count)
+                ps->counts[nc++] = m->cnt[i];
+        ps->shape_msg[p->shape] = unschedulable_message(ps, ps->counts, nc);
+    }
     return ps->shape_msg[p->shape];
 }
 
@@ -1395,7 +1514,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
             }
             if (r == 0) {
                 /* Not stable: a taint text in buf, or a DRA reason in the try's choice. */
-                count_reason(&counts, &nc, why, why != buf && !p->res.pod->nclaims, ps->a);
+                ps->cand_why[j] = count_reason(&counts, &nc, why, why != buf && !p->res.pod->nclaims, ps->a);
                 continue;
             }
             if (r < 0) {
@@ -1420,13 +1539,16 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
             }
         }
         if (best < 0) {
+            bool keep = p->shape != UINT32_MAX && !*any_policy && !ps->mask;
+            if (keep)
+                shape_keep(ps, p, counts, nc, ncand);
             *nodes_msg = unschedulable_message(ps, counts, nc);
             const char *where;
             if (*any_policy && !p->res.pod->nclaims && (where = policy_elsewhere(ps, p, gating))) {
                 /* Not queue policy: a node of the class the limit spares would run it. */
                 *nodes_msg = tly_arena_printf(ps->a, "%s %s", *nodes_msg, where);
                 *any_policy = false;
-            } else if (p->shape != UINT32_MAX && !*any_policy && !ps->mask) {
+            } else if (keep) {
                 /* Node reasons only: the answer of every pod of this shape until a candidate changes. */
                 ps->shape_msg[p->shape] = *nodes_msg;
                 ps->shape_gen[p->shape] = ps->node_gen;
