@@ -28,6 +28,7 @@ typedef struct {
     uint32_t ncand;
     uint32_t *pass;       /* the classes they are in */
     uint32_t npass;
+    uint8_t *ok;          /* per node: 1 when it is a candidate */
     bool listed;
 } ncon;
 
@@ -242,6 +243,7 @@ void tly_nodeclasses_destroy(tly_nodeclasses *nc)
         free(nc->cons[c].taint);
         free(nc->cons[c].cand);
         free(nc->cons[c].pass);
+        free(nc->cons[c].ok);
     }
     free(nc->cons);
     tly_strmap_free(&nc->con_ids);
@@ -312,9 +314,18 @@ static void list(tly_nodeclasses *nc, uint32_t c)
         if (tly_nodeclasses_fit(nc, c, cls, NULL) == TLY_FIT_OK)
             k->pass[k->npass++] = cls;
     k->cand = tly_xmalloc((nc->nnodes + 1) * sizeof *k->cand);
+    k->ok = tly_xcalloc(nc->nnodes + 1, 1);
     for (uint32_t i = 0; i < nc->nnodes; i++)
-        if (k->fit[nc->cls[i]] == TLY_FIT_OK)
+        if (k->fit[nc->cls[i]] == TLY_FIT_OK) {
             k->cand[k->ncand++] = i;
+            k->ok[i] = 1;
+        }
+}
+
+const uint8_t *tly_nodeclasses_node_ok(tly_nodeclasses *nc, uint32_t c)
+{
+    list(nc, c);
+    return nc->cons[c].ok;
 }
 
 const uint32_t *tly_nodeclasses_candidates(tly_nodeclasses *nc, uint32_t c, uint32_t *n)

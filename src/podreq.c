@@ -140,9 +140,25 @@ static bool is_pod_level_name(const char *name)
            strncmp(name, "hugepages-", 10) == 0);
 }
 
-/* *acc += r; false on overflow (acc unchanged). */
+/* Whether some entry of l is zero (zero), or below zero (!zero). */
+static bool has_entry(const tly_rlist *l, bool zero)
+{
+    for (uint32_t i = 0; i < l->n; i++)
+        if (zero ? tly_qty_is_zero(l->v[i].q) : tly_qty_sign(l->v[i].q) < 0)
+            return true;
+    return false;
+}
+
+/*
+** *acc += r; false on overflow (acc unchanged). Adding an empty list leaves
+** every non-zero entry as it is (value and format), so it is skipped unless
+** acc has a zero entry (the merge gives that one DecimalSI): most pods have
+** no overhead, and each merge is a new list in the arena.
+*/
 static bool add_into(tly_rlist *acc, const tly_rlist *r, tly_arena *a)
 {
+    if (r->n == 0 && !has_entry(acc, true))
+        return true;
     tly_rlist sum;
     if (tly_rlist_add(acc, r, a, &sum) != TLY_OK)
         return false;
@@ -177,7 +193,9 @@ static bool effective_requests(const tly_pod *p, tly_names *names, tly_arena *a,
         }
         tly_rlist_max(&init_peak, &use, a, &init_peak);
     }
-    tly_rlist_max(&result, &init_peak, a, &result);
+    /* The max with no init container keeps every entry but a negative one (made 0): skipped without one. */
+    if (init_peak.n || has_entry(&result, false))
+        tly_rlist_max(&result, &init_peak, a, &result);
 
     /* Pod-level resources replace the aggregate for the names the kubelet
        supports at pod level; other names there (ephemeral-storage) are

@@ -33,6 +33,17 @@ typedef struct tally_count {
     uint32_t count;
 } tally_count;
 
+/*
+** A shape's answer "fits no node" as counts: its reasons (static refusals by
+** class, and one per candidate node) and, per candidate node (the position
+** in its constraint's candidate list), which of them it is.
+*/
+typedef struct shape_memo {
+    tally_count *cnt;
+    uint32_t ncnt, cap;
+    uint32_t *why;
+} shape_memo;
+
 typedef struct {
     const tly_k8s_node *n;
     tly_rvec used;        /* every resource but GPU devices, from bound and placed pods */
@@ -109,17 +120,25 @@ struct tly_podsched {
     const uint8_t *mask;           /* while a topology domain is tried: its nodes */
     tly_nodeclasses *ncls;         /* static node classes: the predicates once per class */
     const tly_k8s_node **static_nodes;
+    tly_strmap relevant_memo;      /* tly_acc_relevant's answers by what it reads of a pod */
     /*
     ** Pods of one node shape (constraint id, requests, GPU request) get the
     ** same answer from every node. When one fit no node, for node reasons
     ** only, its message holds for the next of its shape while no candidate
-    ** node has changed: cls_stamp[c] is the node_gen of the last change to a
-    ** node of static class c; shape_gen the node_gen its message was made at.
+    ** node has changed: touched[g] is the node changed at node_gen g (every
+    ** placement and rollback); shape_gen the node_gen its message was made
+    ** at. A later pod of the shape asks again only the candidate nodes that
+    ** changed since (shape_answer), and the counts are kept per shape for
+    ** that (shape_memo).
     */
     tly_strmap shape_ids;
     uint32_t nshapes;
-    uint64_t node_gen, *cls_stamp, *shape_gen;
+    uint64_t node_gen, *shape_gen;
     const char **shape_msg;
+    struct shape_memo *memo;
+    uint32_t *touched, ntouched_cap;
+    uint32_t *cand_why;            /* full-scan scratch: per candidate, its reason's index in the counts */
+    uint64_t lookup, *seen;        /* per node: the shape_answer call that last asked it */
     const char **insufficient;     /* per resource id: "Insufficient <name>", made when first needed */
     uint32_t ninsufficient;
     tly_ps_unit_hook unit_hook;    /* benchmarks: around each workload's decision */
@@ -238,6 +257,57 @@ static uint32_t pg_index(const tly_store *s, const tly_podgroup *pg)
     return 0;
 }
 
+static void put32(char **w, uint32_t v)
+{
+    memcpy(*w, &v, sizeof v);
+    *w += sizeof v;
+}
+
+/* A remembered answer of tly_acc_relevant. */
+typedef struct {
+    uint32_t *idx;
+    uint32_t n;
+} relevant_memo;
+
+/*
+** tly_acc_relevant for pod p, remembered by what it reads of a pod: whether
+** it asks for GPUs, the ids of its non-zero requests, its annotation keys.
+** Pods of one template share the answer (its list is read only), instead
+** of merging the index lists again for each of 90,000 pods.
+*/
+static uint32_t relevant(tly_podsched *ps, const pstate *p, uint32_t **out)
+{
+    const tly_podreq *r = &p->req;
+    const tly_kvs *ann = &p->res.pod->meta.annotations;
+    size_t len = (r->req.n + 2) * sizeof(uint32_t);
+    for (uint32_t i = 0; i < ann->n; i++)
+        len += strlen(ann->v[i].key) + 1;
+    char stack[512], *key = len <= sizeof stack ? stack : tly_xmalloc(len), *w = key;
+    put32(&w, r->gpu_kind != TLY_GPU_NONE);
+    for (uint32_t i = 0; i < r->req.n; i++)
+        if (tly_qty_sign(r->req.v[i].q) != 0)
+            put32(&w, r->req.v[i].id);
+    put32(&w, UINT32_MAX);  /* the end of the ids: no id is UINT32_MAX */
+    for (uint32_t i = 0; i < ann->n; i++) {
+        size_t n = strlen(ann->v[i].key) + 1;
+        memcpy(w, ann->v[i].key, n);
+        w += n;
+    }
+    len = (size_t)(w - key);
+    relevant_memo *m = tly_strmap_get(&ps->relevant_memo, key, len);
+    if (!m) {
+        m = tly_arena_alloc(ps->a, sizeof *m);
+        m->n = tly_acc_relevant(ps->accx, p->res.pod, r, ps->a, &m->idx);
+        char *kept = tly_arena_alloc(ps->a, len);
+        memcpy(kept, key, len);
+        tly_strmap_put(&ps->relevant_memo, kept, len, m);
+    }
+    if (key != stack)
+        free(key);
+    *out = m->idx;
+    return m->n;
+}
+
 /* What pod p charges its queues on node `node` (-1: job level, the largest node GPU memory). */
 static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_accounted,
                         tly_qcharge *c, const char **problem)
@@ -262,7 +332,7 @@ static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_acc
         /* Into the scratch: only the listed entries (all for a pod with claims). */
         uint32_t *idx = NULL, nidx = 0;
         if (p->res.pod->nclaims == 0)
-            nidx = tly_acc_relevant(ps->accx, p->res.pod, &p->req, ps->a, &idx);
+            nidx = relevant(ps, p, &idx);
         else
             memset(ps->acc_try, 0, tly_queues_naccres(ps->qs) * sizeof *ps->acc_try);
         c->accounted = ps->acc_try;
@@ -452,7 +522,7 @@ static void pod_lists(tly_podsched *ps, pstate *p)
     p->acc_sparse = p->res.pod->nclaims == 0;
     if (!p->acc_sparse)
         return;
-    p->nacc_idx = tly_acc_relevant(ps->accx, p->res.pod, &p->req, ps->a, &p->acc_idx);
+    p->nacc_idx = relevant(ps, p, &p->acc_idx);
     p->job_idx = tly_arena_alloc(ps->a, (p->nacc_idx + 1) * sizeof *p->job_idx);
     p->njob_idx = 0;
     for (uint32_t e = 0; e < p->nacc_idx; e++)
@@ -614,12 +684,6 @@ static void static_classes(tly_podsched *ps)
                                               : TLY_NC_NONE;
 }
 
-static void put32(char **w, uint32_t v)
-{
-    memcpy(*w, &v, sizeof v);
-    *w += sizeof v;
-}
-
 /*
 ** Pod p's node shape id: what misfit() reads of a pod, exactly (its
 ** constraint id, every request's id and amount, the GPU request). None for
@@ -666,7 +730,9 @@ static void node_shapes(tly_podsched *ps)
         ps->pods[i].shape = ps->pods[i].pending ? node_shape(ps, &ps->pods[i]) : UINT32_MAX;
     ps->shape_gen = tly_xcalloc(ps->nshapes + 1, sizeof *ps->shape_gen);
     ps->shape_msg = tly_xcalloc(ps->nshapes + 1, sizeof *ps->shape_msg);
-    ps->cls_stamp = tly_xcalloc(tly_nodeclasses_count(ps->ncls) + 1, sizeof *ps->cls_stamp);
+    ps->memo = tly_xcalloc(ps->nshapes + 1, sizeof *ps->memo);
+    ps->cand_why = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->cand_why);
+    ps->seen = tly_xcalloc(ps->nnodes + 1, sizeof *ps->seen);
 }
 
 tly_podsched *tly_podsched_create(tly_store *s)
@@ -721,6 +787,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
             for (uint32_t j = 0; !live[k] && j < tly_queues_accres(ps->qs, k)->nsources; j++)
                 live[k] = ps->match.bits[(size_t)i * ps->match.nsrc + ps->match.off[k] + j];
     ps->accx = tly_acc_index_create(ps->qs, live);
+    tly_strmap_init(&ps->relevant_memo);
     free(live);
     ps->acc_job = tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
     uint32_t npg = tly_store_count(s, TLY_K_PODGROUP);
@@ -885,6 +952,16 @@ tly_podsched *tly_podsched_create(tly_store *s)
     return ps;
 }
 
+/* The shapes' kept answers (shape_memo). */
+static void free_memos(tly_podsched *ps)
+{
+    for (uint32_t i = 0; i < ps->nshapes; i++) {
+        free(ps->memo[i].cnt);
+        free(ps->memo[i].why);
+    }
+    free(ps->memo);
+}
+
 void tly_podsched_destroy(tly_podsched *ps)
 {
     if (!ps)
@@ -920,9 +997,13 @@ void tly_podsched_destroy(tly_podsched *ps)
     tly_acc_match_free(&ps->match);
     tly_nodeclasses_destroy(ps->ncls);
     tly_strmap_free(&ps->shape_ids);
+    tly_strmap_free(&ps->relevant_memo);
     free(ps->shape_gen);
     free(ps->shape_msg);
-    free(ps->cls_stamp);
+    free_memos(ps);
+    free(ps->touched);
+    free(ps->cand_why);
+    free(ps->seen);
     free(ps->insufficient);
     free(ps->static_nodes);
     tly_acc_index_destroy(ps->accx);
@@ -997,11 +1078,35 @@ static const char *insufficient(tly_podsched *ps, uint32_t id)
     return ps->insufficient[id];
 }
 
-/* Static or resource misfit of pod p on node n: NULL when it fits. */
-static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len)
+/* The value of a dense vector's entry id, in nano-units (absent: 0). */
+static inline tly_i128 rvec_nanos(const tly_rvec *v, uint32_t id)
 {
-    const tly_taint *taint;
-    tly_fit_result f = static_fit(ps, p, (uint32_t)(n - ps->nodes), &taint);
+    return id < v->n ? v->v[id].nanos : 0;
+}
+
+/*
+** Whether request r (> 0) fits beside what node n already runs: used + r no
+** more than allocatable, a sum beyond the largest quantity never fitting.
+** tly_qty_add and tly_qty_cmp say the same; inline, because every try of
+** every pod runs it for each of its requests.
+*/
+static inline bool room_for(const nstate *n, const tly_rq *r)
+{
+    tly_i128 total;
+    return !__builtin_add_overflow(rvec_nanos(&n->used, r->id), r->q.nanos, &total) &&
+           total <= rvec_nanos(&n->alloc, r->id);
+}
+
+/*
+** Static or resource misfit of pod p on node n: NULL when it fits.
+** static_ok: the caller knows n passes the static predicates (a candidate of
+** p's constraint), so they are not read again.
+*/
+static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, char *buf, size_t len,
+                          bool static_ok)
+{
+    const tly_taint *taint = NULL;
+    tly_fit_result f = static_ok ? TLY_FIT_OK : static_fit(ps, p, (uint32_t)(n - ps->nodes), &taint);
     /* No buffer: the caller only asks whether it fits (the reason is not shown). */
     if (!buf && f != TLY_FIT_OK)
         return "";
@@ -1011,11 +1116,8 @@ static const char *misfit(tly_podsched *ps, const pstate *p, const nstate *n, ch
         const tly_rq *r = &p->req.req.v[i];
         if (is_gpu_id(r->id) || tly_qty_sign(r->q) <= 0)
             continue;
-        tly_qty total;
-        if (tly_qty_add(tly_rvec_get(&n->used, r->id), r->q, &total) != TLY_OK ||
-            tly_qty_cmp(total, tly_rvec_get(&n->alloc, r->id)) > 0) {
+        if (!room_for(n, r))
             return buf ? insufficient(ps, r->id) : "";
-        }
     }
     if (p->req.gpu_kind != TLY_GPU_NONE && p->req.gpu_kind != TLY_GPU_MIG &&
         !tly_gpus_place((tly_gpus *)&n->gpus, &p->req, false)) {
@@ -1060,27 +1162,28 @@ static char *unschedulable_message(tly_podsched *ps, tally_count *c, uint32_t nc
 ** caller's buffer) are copied. Equal texts at other addresses still count
 ** together (the string compare), as kube-scheduler counts by text.
 */
-static void count_reasons(tally_count **c, uint32_t *nc, const char *text, bool stable, uint32_t n,
-                          tly_arena *a)
+static uint32_t count_reasons(tally_count **c, uint32_t *nc, const char *text, bool stable, uint32_t n,
+                              tly_arena *a)
 {
     for (uint32_t i = 0; i < *nc; i++)
         if ((*c)[i].text == text) {
             (*c)[i].count += n;
-            return;
+            return i;
         }
     for (uint32_t i = 0; i < *nc; i++)
         if (!strcmp((*c)[i].text, text)) {
             (*c)[i].count += n;
-            return;
+            return i;
         }
     (*c)[*nc].text = stable ? text : tly_arena_strdup(a, text);
     (*c)[*nc].count = n;
-    (*nc)++;
+    return (*nc)++;
 }
 
-static void count_reason(tally_count **c, uint32_t *nc, const char *text, bool stable, tly_arena *a)
+/* One more node refused for `text`; the index of its count. */
+static uint32_t count_reason(tally_count **c, uint32_t *nc, const char *text, bool stable, tly_arena *a)
 {
-    count_reasons(c, nc, text, stable, 1, a);
+    return count_reasons(c, nc, text, stable, 1, a);
 }
 
 typedef struct {
@@ -1089,22 +1192,107 @@ typedef struct {
     tly_gpus before;     /* the node's devices before this placement */
 } placement;
 
-/* Node k's state changed: answers of the shapes that can use it are stale. */
+/* Node k's state changed: the shapes' answers are asked about it again (shape_answer). */
 static void touch_node(tly_podsched *ps, uint32_t k)
 {
-    ps->cls_stamp[tly_nodeclasses_of(ps->ncls, k)] = ++ps->node_gen;
+    if (ps->node_gen == ps->ntouched_cap) {
+        ps->ntouched_cap = ps->ntouched_cap ? 2 * ps->ntouched_cap : 1024;
+        ps->touched = tly_xrealloc(ps->touched, ps->ntouched_cap * sizeof *ps->touched);
+    }
+    ps->touched[ps->node_gen++] = k;
 }
 
-/* The message of p's shape when it still holds (no candidate node has changed since), or NULL. */
+/* Keeps the full scan's counts and per-candidate reasons as the shape's answer (before they are sorted). */
+static void shape_keep(tly_podsched *ps, const pstate *p, const tally_count *c, uint32_t nc, uint32_t ncand)
+{
+    shape_memo *m = &ps->memo[p->shape];
+    if (nc + 8 > m->cap) {
+        m->cap = nc + 8;
+        m->cnt = tly_xrealloc(m->cnt, m->cap * sizeof *m->cnt);
+    }
+    memcpy(m->cnt, c, nc * sizeof *c);
+    m->ncnt = nc;
+    if (!m->why)
+        m->why = tly_xmalloc((ncand + 1) * sizeof *m->why);
+    memcpy(m->why, ps->cand_why, ncand * sizeof *m->why);
+}
+
+/* The index of `text` among the shape's reasons, added with no node when new (texts here are stable). */
+static uint32_t memo_reason(shape_memo *m, const char *text)
+{
+    for (uint32_t i = 0; i < m->ncnt; i++)
+        if (m->cnt[i].text == text || !strcmp(m->cnt[i].text, text))
+            return i;
+    if (m->ncnt == m->cap) {
+        m->cap = 2 * m->cap + 8;
+        m->cnt = tly_xrealloc(m->cnt, m->cap * sizeof *m->cnt);
+    }
+    m->cnt[m->ncnt] = (tally_count){text, 0};
+    return m->ncnt++;
+}
+
+/* Position of node k in the ascending candidate list cand[0..n) (k is in it). */
+static uint32_t cand_pos(const uint32_t *cand, uint32_t n, uint32_t k)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cand[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+** The message of p's shape when it still holds, or NULL. The candidate nodes
+** changed since it was made are asked again, and the shape's counts follow
+** their new reasons (placing a pod can turn a node's "Insufficient
+** nvidia.com/gpu" into "Insufficient cpu"); a node that now takes the pod's
+** requests ends the answer (the full scan then runs: the queues may accept).
+** The message is what a full scan would give: the same counts, sorted.
+*/
 static const char *shape_answer(tly_podsched *ps, const pstate *p)
 {
     if (p->shape == UINT32_MAX || !ps->shape_msg[p->shape] || ps->mask)
         return NULL;  /* within a topology domain the answer is the domain's, not the shape's */
-    uint32_t n;
-    const uint32_t *cls = tly_nodeclasses_passing(ps->ncls, p->cid, &n);
-    for (uint32_t i = 0; i < n; i++)
-        if (ps->cls_stamp[cls[i]] > ps->shape_gen[p->shape])
+    uint64_t from = ps->shape_gen[p->shape];
+    if (from == ps->node_gen)
+        return ps->shape_msg[p->shape];
+    shape_memo *m = &ps->memo[p->shape];
+    const uint8_t *ok = tly_nodeclasses_node_ok(ps->ncls, p->cid);
+    uint32_t ncand;
+    const uint32_t *cand = tly_nodeclasses_candidates(ps->ncls, p->cid, &ncand);
+    char buf[160];
+    bool changed = false;
+    ps->lookup++;
+    for (uint64_t g = from; g < ps->node_gen; g++) {
+        uint32_t k = ps->touched[g];
+        if (!ok[k] || ps->seen[k] == ps->lookup)
+            continue;
+        ps->seen[k] = ps->lookup;
+        const char *why = misfit(ps, p, &ps->nodes[k], buf, sizeof buf, true);
+        if (!why) {
+            ps->shape_msg[p->shape] = NULL;
             return NULL;
+        }
+        uint32_t j = cand_pos(cand, ncand, k), r = memo_reason(m, why);
+        if (r != m->why[j]) {
+            m->cnt[m->why[j]].count--;
+            m->cnt[r].count++;
+            m->why[j] = r;
+            changed = true;
+        }
+    }
+    ps->shape_gen[p->shape] = ps->node_gen;
+    if (changed) {
+        uint32_t nc = 0;
+        for (uint32_t i = 0; i < m->ncnt; i++)
+            if (m->cnt[i].count)
+                ps->counts[nc++] = m->cnt[i];
+        ps->shape_msg[p->shape] = unschedulable_message(ps, ps->counts, nc);
+    }
     return ps->shape_msg[p->shape];
 }
 
@@ -1131,13 +1319,13 @@ static int class_check(tly_podsched *ps, const pstate *p, uint32_t k, bool gatin
                        const char **problem);
 
 static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
-                    const char **why, char *buf, size_t len, const char **problem)
+                    const char **why, char *buf, size_t len, const char **problem, bool static_ok)
 {
     if (ps->mask && !ps->mask[k]) {
         *why = "node(s) outside the topology domain tried";
         return 0;
     }
-    *why = misfit(ps, p, &ps->nodes[k], buf, len);
+    *why = misfit(ps, p, &ps->nodes[k], buf, len, static_ok);
     if (*why)
         return 0;
     bool claims = p->res.pod->nclaims > 0;
@@ -1281,10 +1469,14 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
             else
                 hi = mid;
         }
+        /* Nodes the static predicates refuse are skipped by a byte (no reason is kept here). */
+        const uint8_t *ok = p->cid != TLY_NC_NONE ? tly_nodeclasses_node_ok(ps->ncls, p->cid) : NULL;
         for (uint32_t i = lo; i < ps->nnodes && best < 0; i++) {
             uint32_t k = ps->order[i];
+            if (ok && !ok[k])
+                continue;
             tly_qverdict v = {.quiet = true};
-            int r = try_node(ps, p, k, gating, &v, &why, NULL, 0, &problem);
+            int r = try_node(ps, p, k, gating, &v, &why, NULL, 0, &problem, ok != NULL);
             if (r == -2) {
                 *unsupported = tly_arena_strdup(ps->a, why);
                 return false;
@@ -1315,14 +1507,14 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         for (uint32_t j = 0; j < ncand; j++) {
             uint32_t k = cand ? cand[j] : j;
             tly_qverdict v = {.quiet = *any_policy};
-            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem);
+            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem, cand != NULL);
             if (r == -2) {
                 *unsupported = tly_arena_strdup(ps->a, why);
                 return false;
             }
             if (r == 0) {
                 /* Not stable: a taint text in buf, or a DRA reason in the try's choice. */
-                count_reason(&counts, &nc, why, why != buf && !p->res.pod->nclaims, ps->a);
+                ps->cand_why[j] = count_reason(&counts, &nc, why, why != buf && !p->res.pod->nclaims, ps->a);
                 continue;
             }
             if (r < 0) {
@@ -1347,13 +1539,16 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
             }
         }
         if (best < 0) {
+            bool keep = p->shape != UINT32_MAX && !*any_policy && !ps->mask;
+            if (keep)
+                shape_keep(ps, p, counts, nc, ncand);
             *nodes_msg = unschedulable_message(ps, counts, nc);
             const char *where;
             if (*any_policy && !p->res.pod->nclaims && (where = policy_elsewhere(ps, p, gating))) {
                 /* Not queue policy: a node of the class the limit spares would run it. */
                 *nodes_msg = tly_arena_printf(ps->a, "%s %s", *nodes_msg, where);
                 *any_policy = false;
-            } else if (p->shape != UINT32_MAX && !*any_policy && !ps->mask) {
+            } else if (keep) {
                 /* Node reasons only: the answer of every pod of this shape until a candidate changes. */
                 ps->shape_msg[p->shape] = *nodes_msg;
                 ps->shape_gen[p->shape] = ps->node_gen;
@@ -1775,6 +1970,21 @@ static const char *subgroup_topology(tly_podsched *ps, const tly_podgroup *pg)
     return NULL;
 }
 
+/*
+** a then b, in the arena. Every pod of a gang that cannot run gets one (the
+** gang's reason before its own message): printf's "%s%s" of a long node
+** message cost 9,600 instructions a pod. Callers pass b itself when a is
+** empty (messages are read only).
+*/
+static char *join2(tly_arena *ar, const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *out = tly_arena_alloc(ar, la + lb + 1);
+    memcpy(out, a, la);
+    memcpy(out + la, b, lb + 1);
+    return out;
+}
+
 /* Places one workload: the pending pods in unit[0..n). */
 static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
 {
@@ -1889,12 +2099,13 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
             continue;  /* already decided: UnsupportedConstraint */
         if (at.any_policy) {
             tly_qverdict gv = at.policy;
-            gv.message = tly_arena_printf(ps->a, "%s%s", gang, at.policy.message);
+            /* The first refusal of a full scan is never quiet: its message is set. */
+            gv.message = *gang ? join2(ps->a, gang, at.policy.message) : at.policy.message;
             held(ps, p, &gv);
         } else {
             const char *m2 = at.msgs[k] ? at.msgs[k] : "the other pods of its PodGroup do not fit";
             decide(p, "Unschedulable", "Unschedulable",
-                   at.topo_msg ? at.topo_msg : tly_arena_printf(ps->a, "%s%s", gang, m2));
+                   at.topo_msg ? at.topo_msg : *gang ? join2(ps->a, gang, m2) : m2);
         }
     }
     /* Passed the queue checks but fits no node: Reserved for later workloads.
@@ -2163,7 +2374,7 @@ void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
     for (uint32_t k = 0; k < ps->nnodes; k++) {
         const char *why, *problem;
         tly_qverdict nv = {.quiet = true};
-        int r = try_node(ps, p, k, gating, &nv, &why, buf, sizeof buf, &problem);
+        int r = try_node(ps, p, k, gating, &nv, &why, buf, sizeof buf, &problem, false);
         if (r == 1) {
             fits++;
             continue;

@@ -518,52 +518,7 @@ size_t tly_qty_format(tly_qty q, char *buf, size_t cap)
     return n;
 }
 
-int tly_qty_cmp(tly_qty a, tly_qty b)
-{
-    return a.nanos < b.nanos ? -1 : a.nanos > b.nanos;
-}
-
-/*
-** The format of a + b or a - b: a zero operand takes no part (the result has
-** the other's format, b's when both are zero, as upstream's Add and Sub), equal
-** formats are kept, mixed ones give DecimalSI.
-*/
-static uint8_t tly_qty_result_fmt(tly_qty a, tly_qty b)
-{
-    if (a.nanos == 0)
-        return b.fmt;
-    if (b.nanos == 0 || a.fmt == b.fmt)
-        return a.fmt;
-    return TLY_QFMT_DECIMAL_SI;
-}
-
-/* The range is symmetric: -TLY_QTY_MAX_NANOS .. TLY_QTY_MAX_NANOS. */
-static bool tly_qty_in_range(tly_i128 v)
-{
-    return v >= -TLY_QTY_MAX_NANOS;
-}
-
-int tly_qty_add(tly_qty a, tly_qty b, tly_qty *out)
-{
-    tly_i128 r;
-
-    if (__builtin_add_overflow(a.nanos, b.nanos, &r) || !tly_qty_in_range(r))
-        return TLY_ERANGE;
-    out->fmt = tly_qty_result_fmt(a, b);
-    out->nanos = r;
-    return TLY_OK;
-}
-
-int tly_qty_sub(tly_qty a, tly_qty b, tly_qty *out)
-{
-    tly_i128 r;
-
-    if (__builtin_sub_overflow(a.nanos, b.nanos, &r) || !tly_qty_in_range(r))
-        return TLY_ERANGE;
-    out->fmt = tly_qty_result_fmt(a, b);
-    out->nanos = r;
-    return TLY_OK;
-}
+/* tly_qty_cmp, tly_qty_add and tly_qty_sub are inline in quantity.h (every resource check runs them). */
 
 tly_qty tly_qty_neg(tly_qty q)
 {

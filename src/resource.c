@@ -338,7 +338,7 @@ static int rvec_apply(tly_rvec *v, const tly_rlist *l, bool sub)
             return TLY_ERANGE;
     }
     for (uint32_t i = 0; i < l->n; i++) {
-        tly_qty r;
+        tly_qty r = {0, TLY_QFMT_DECIMAL_SI};  /* set below: the first loop saw every sum fit */
         uint32_t id = l->v[i].id;
         if (sub)
             tly_qty_sub(tly_rvec_get(v, id), l->v[i].q, &r);

@@ -1366,7 +1366,7 @@ void tly_runsched_explain(tly_runsched *rs, uint32_t i, FILE *out)
         fprintf(out, "  %s: %s\n", p->res.pod->meta.name, tly_rpod_state_text(p->res.state));
         for (uint32_t e = 0; e < p->cap.n; e++) {
             const tly_rq *cap = &p->cap.v[e];
-            tly_qty used = tly_rvec_get(&p->used, cap->id), req = tly_rlist_get(&r->request, cap->id, NULL), proj;
+            tly_qty used = tly_rvec_get(&p->used, cap->id), req = tly_rlist_get(&r->request, cap->id, NULL), proj = used;
             char ratio[32];
             tly_qty_add(used, req, &proj);
             ratio_text(proj.nanos, cap->q.nanos, ratio, sizeof ratio);

@@ -50,5 +50,10 @@ tly_fit_result tly_nodeclasses_fit(tly_nodeclasses *nc, uint32_t c, uint32_t cls
 const uint32_t *tly_nodeclasses_candidates(tly_nodeclasses *nc, uint32_t c, uint32_t *n);
 /* Those classes, ascending. */
 const uint32_t *tly_nodeclasses_passing(tly_nodeclasses *nc, uint32_t c, uint32_t *n);
+/*
+** Per node, 1 when it is one of those candidates: what a scan in another
+** order (the pod engine's bin-pack order) reads to skip the others.
+*/
+const uint8_t *tly_nodeclasses_node_ok(tly_nodeclasses *nc, uint32_t c);
 
 #endif

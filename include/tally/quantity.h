@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tally/error.h"
+
 __extension__ typedef __int128 tly_i128;
 
 typedef enum {
@@ -69,15 +71,58 @@ typedef enum { TLY_HUMAN_NUMBER, TLY_HUMAN_CORES, TLY_HUMAN_BYTES, TLY_HUMAN_DEV
 const char *tly_qty_human(tly_qty q, tly_human_unit unit, char *buf);
 
 /* -1, 0 or 1 as a < b, a == b, a > b (formats are ignored). */
-int tly_qty_cmp(tly_qty a, tly_qty b);
+static inline int tly_qty_cmp(tly_qty a, tly_qty b)
+{
+    return a.nanos < b.nanos ? -1 : a.nanos > b.nanos;
+}
+
+/*
+** The format of a + b or a - b: a zero operand takes no part (the result has
+** the other's format, b's when both are zero, as upstream's Add and Sub), equal
+** formats are kept, mixed ones give DecimalSI.
+*/
+static inline uint8_t tly_qty_result_fmt(tly_qty a, tly_qty b)
+{
+    if (a.nanos == 0)
+        return b.fmt;
+    if (b.nanos == 0 || a.fmt == b.fmt)
+        return a.fmt;
+    return TLY_QFMT_DECIMAL_SI;
+}
+
+/* The range is symmetric: -TLY_QTY_MAX_NANOS .. TLY_QTY_MAX_NANOS. */
+static inline bool tly_qty_in_range(tly_i128 v)
+{
+    return v >= -TLY_QTY_MAX_NANOS;
+}
 
 /*
 ** a + b and a - b. The result's format: if one operand is zero, the other's;
 ** if both have the same format, that format; else DecimalSI (contract sec. 3).
-** Returns TLY_ERANGE (and leaves *out unchanged) on overflow.
+** Returns TLY_ERANGE (and leaves *out unchanged) on overflow. Inline: the
+** engines' resource checks and ledgers run them millions of times.
 */
-int tly_qty_add(tly_qty a, tly_qty b, tly_qty *out);
-int tly_qty_sub(tly_qty a, tly_qty b, tly_qty *out);
+static inline int tly_qty_add(tly_qty a, tly_qty b, tly_qty *out)
+{
+    tly_i128 r;
+
+    if (__builtin_add_overflow(a.nanos, b.nanos, &r) || !tly_qty_in_range(r))
+        return TLY_ERANGE;
+    out->fmt = tly_qty_result_fmt(a, b);
+    out->nanos = r;
+    return TLY_OK;
+}
+
+static inline int tly_qty_sub(tly_qty a, tly_qty b, tly_qty *out)
+{
+    tly_i128 r;
+
+    if (__builtin_sub_overflow(a.nanos, b.nanos, &r) || !tly_qty_in_range(r))
+        return TLY_ERANGE;
+    out->fmt = tly_qty_result_fmt(a, b);
+    out->nanos = r;
+    return TLY_OK;
+}
 
 /* -q (same format). Never overflows: the range is symmetric. */
 tly_qty tly_qty_neg(tly_qty q);
