@@ -12,7 +12,7 @@
 
 #include "tally/arena.h"
 
-static bool has_children(const tly_podgroup *pg, uint32_t i)
+bool tly_gang_has_children(const tly_podgroup *pg, uint32_t i)
 {
     for (uint32_t j = 0; j < pg->nsubgroups; j++)
         if (pg->subgroups[j].parent_idx == (int32_t)i)
@@ -29,7 +29,7 @@ int32_t tly_gang_subgroup_of(const tly_podgroup *pg, const tly_pod *p)
         return -1;
     for (uint32_t i = 0; i < pg->nsubgroups; i++)
         if (pg->subgroups[i].name && strcmp(pg->subgroups[i].name, name) == 0)
-            return has_children(pg, i) ? -1 : (int32_t)i;
+            return tly_gang_has_children(pg, i) ? -1 : (int32_t)i;
     return -1;
 }
 

@@ -1380,11 +1380,6 @@ static int class_check(tly_podsched *ps, const pstate *p, uint32_t k, bool gatin
     return v->ok ? 1 : -1;
 }
 
-static int cmp_cstr(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /*
 ** For a pod that fits no node and that a placement-dependent limit refused on
 ** some: whether the limits bind on every node class the pod could use (the
@@ -1416,7 +1411,7 @@ static const char *policy_elsewhere(tly_podsched *ps, const pstate *p, bool gati
     }
     const char *out = NULL;
     if (spared) {
-        qsort(msg, nmsg, sizeof *msg, cmp_cstr);
+        qsort(msg, nmsg, sizeof *msg, cmp_str);
         size_t cap = 1;
         for (uint32_t i = 0; i < nmsg; i++)
             cap += strlen(msg[i]) + 1;
@@ -1733,14 +1728,6 @@ static void order_required_first(tly_podsched *ps, const tly_podgroup *pg, uint3
     free(left);
 }
 
-static bool subgroup_has_children(const tly_podgroup *pg, uint32_t i)
-{
-    for (uint32_t j = 0; j < pg->nsubgroups; j++)
-        if (pg->subgroups[j].parent_idx == (int32_t)i)
-            return true;
-    return false;
-}
-
 /*
 ** Whether the placed pods satisfy the gang. For subgroups, keep[k] (per pod
 ** of the unit) says which placed pods may stay: the others belong to a
@@ -1772,7 +1759,7 @@ static bool gang_satisfied(tly_podsched *ps, const tly_podgroup *pg, const uint3
         int32_t sg = ps->pods[unit[k]].subgroup;
         drop[k] = ok && sg >= 0 && !keep[sg];
     }
-    if (!ok && short_of >= 0 && !subgroup_has_children(pg, (uint32_t)short_of)) {
+    if (!ok && short_of >= 0 && !tly_gang_has_children(pg, (uint32_t)short_of)) {
         int32_t mm = pg->subgroups[short_of].min_member;
         uint32_t m = mm > 0 ? (uint32_t)mm : 0;
         at->gang_msg = tly_arena_printf(ps->a, "SubGroup %s of PodGroup %s needs %u pods placed together; only %u fit. ",

@@ -28,6 +28,9 @@
 /* The label that puts a pod into a subgroup. */
 #define TLY_SUBGROUP_LABEL "kai.scheduler/subgroup-name"
 
+/* Whether subgroup i of pg has child subgroups (it is not a leaf). */
+bool tly_gang_has_children(const tly_podgroup *pg, uint32_t i);
+
 /* The leaf subgroup pod p belongs to in pg, or -1 (none, or pg has no subgroups). */
 int32_t tly_gang_subgroup_of(const tly_podgroup *pg, const tly_pod *p);
 
