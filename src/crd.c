@@ -110,7 +110,9 @@ static const char *split_version(const char *api_version, char *group, size_t le
 {
     const char *slash = strchr(api_version, '/');
     size_t g = slash ? (size_t)(slash - api_version) : 0;
-    if (g >= len)
+    if (len == 0)
+        return slash ? slash + 1 : api_version;
+    if (g > len - 1)
         g = len - 1;
     memcpy(group, api_version, g);
     group[g] = 0;
