@@ -29,10 +29,14 @@
 **     unknown; capacities are quantities. A plain attribute name is in the
 **     driver's domain, as Kubernetes groups them.
 ** The device environment is what tally's placement has always evaluated
-** exactly, plus the semver functions and has(); anything else there (string
-** methods, macros, ?:, arithmetic, double and unsigned literals) is refused at
+** exactly, plus the semver functions, has(), and quantity() or semver() of a
+** string attribute; anything else there (string methods, macros, ?:,
+** arithmetic, list literals, double and unsigned literals) is refused at
 ** compile time, so a pod is never placed on a selector tally read only in
-** part. Placement never uses floating point, hence no doubles there.
+** part. Placement never uses floating point, hence no doubles there. The
+** string methods, macros and ?: are evaluated in rules and could be let into
+** selectors; they are kept out so that no placement answer changed when the
+** two evaluators became one (docs/pods.md).
 **
 ** Anything outside the language is never evaluated: compiling fails, and the
 ** caller reports it (a rule: a warning that it was not evaluated; a selector:
