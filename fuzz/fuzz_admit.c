@@ -3,7 +3,8 @@
 ** (admit.h, resize.h): the same function `tally admit` and `tally serve`
 ** call. The input is the request body; the state is a small fixed cluster
 ** (a queue tree with limits, an AccountedResource, a PodGroup, bound pods, a
-** Runtime), built once. Every response is written out (to /dev/null) and
+** Runtime, and a Run CRD with schema bounds, CEL and transition rules, so
+** that Run reviews go through crd.c and cel.c too), built once. Every response is written out (to /dev/null) and
 ** freed. Failures: crashes, sanitizer reports, leaks, and a response
 ** without a uid for a body that was accepted.
 */
@@ -33,7 +34,24 @@ static const char *state_yaml =
     "{pod-group-name: pg}}\nspec: {schedulerName: kai-scheduler, nodeName: n1, containers: [{name: "
     "main, resources: {requests: {cpu: '1', memory: 1Gi}}}]}\nstatus: {phase: Running}\n---\n"
     "apiVersion: kruntimes.io/v1alpha1\nkind: Runtime\nmetadata: {name: python, namespace: default}\n"
-    "spec: {capacity: {resources: {runs: '4'}}}\n";
+    "spec: {capacity: {resources: {runs: '4'}}}\n---\n"
+    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: runs.kruntimes.io}\n"
+    "spec:\n  group: kruntimes.io\n  names: {kind: Run, plural: runs}\n  versions:\n  - name: v1alpha1\n"
+    "    served: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n"
+    "          spec:\n            type: object\n            required: [runtime]\n"
+    "            x-kubernetes-validations:\n            - {rule: 'self.runtime == oldSelf.runtime'}\n"
+    "            - {rule: \"!has(self.source) || !(has(self.source.inline) && has(self.source.repoURL))\"}\n"
+    "            properties:\n              runtime: {type: string, maxLength: 63, pattern: '^[a-z]+$'}\n"
+    "              priority: {type: integer, maximum: 10}\n"
+    "              tags: {type: array, items: {type: string}, x-kubernetes-list-type: set}\n"
+    "              ports:\n                type: array\n                x-kubernetes-list-type: map\n"
+    "                x-kubernetes-list-map-keys: [name]\n                items:\n"
+    "                  type: object\n                  required: [name]\n"
+    "                  x-kubernetes-validations: [{rule: 'self.name == oldSelf.name'}]\n"
+    "                  properties: {name: {type: string}, port: {type: integer}}\n"
+    "              source: {type: object, x-kubernetes-preserve-unknown-fields: true}\n"
+    "              mode: {type: object, x-kubernetes-preserve-unknown-fields: true}\n"
+    "              resources: {type: object, x-kubernetes-preserve-unknown-fields: true}\n";
 
 static tly_store *state(void)
 {

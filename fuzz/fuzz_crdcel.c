@@ -1,8 +1,9 @@
 /*
 ** fuzz_crdcel.c: libFuzzer target for the CEL of CRD rules (cel.h): the
 ** input is a rule, evaluated with self bound to a small fixed object (maps,
-** lists, strings, numbers). Any result is fine; crashes, sanitizer reports,
-** leaks and hangs are not.
+** lists, strings, numbers), once without an old value and once with oldSelf
+** bound to the same object (a transition rule on an update). Any result is
+** fine; crashes, sanitizer reports, leaks and hangs are not.
 */
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rule[size] = '\0';
     char why[256];
     (void)tly_cel_eval_rule(rule, self, why, sizeof why);
+    tly_arena *pa = tly_arena_create(4096);
+    tly_cel_prog *p = tly_cel_compile(pa, rule, TLY_CEL_ENV_RULE, NULL);
+    if (p)
+        (void)tly_cel_eval_self(p, self, self, why, sizeof why);
+    tly_arena_destroy(pa);
     free(rule);
     return 0;
 }

@@ -2,7 +2,9 @@
 ** admit.c: admission decisions (admit.h).
 **
 ** The reviewed object is decoded into a small store of its own with the same
-** decoders `tally validate` uses, so a field problem reads the same in both;
+** decoders `tally validate` uses, so a field problem reads the same in both,
+** and checked against the CustomResourceDefinition of its kind when the
+** state holds one (schema, x-kubernetes-validations with oldSelf on UPDATE);
 ** the cross-object checks then look the references up in the (read-only)
 ** state. The object itself is never added to the state.
 */
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tally/crd.h"
 #include "tally/error.h"
 #include "tally/json.h"
 #include "tally/kruntimes.h"
@@ -320,6 +323,15 @@ int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *led
         tly_store_finish(olds);
         old = tly_store_count(olds, k) ? tly_store_at(olds, k, 0) : NULL;
     }
+    /*
+    ** What the API server checks before any webhook: the object against the
+    ** CRD of its kind, when the state holds one (docs/admit.md). In a live
+    ** cluster the API server has done it already and this finds nothing new;
+    ** against files, and for `tally admit` on a review written by hand, it is
+    ** what makes the answer the cluster's.
+    */
+    tly_crdset_check_object(tly_store_crds(state), object, oldo && oldo->type == TLY_N_MAP ? oldo : NULL,
+                            "request.object", tly_store_diags(obj));
     object_problems(&d, obj);
     if (!m) {
         deny(&d, "request.object: is not a %s tally can read", rkind);

@@ -40,14 +40,19 @@ typedef struct {
     const char *file;
 } kept;
 
+/* Rules reported as not evaluated, so that each is reported once. */
+typedef struct {
+    const tly_node **v;
+    uint32_t n, cap;
+} warnlist;
+
 struct tly_crdset {
     tly_arena *a;
     crd *crds;
     uint32_t ncrds, capcrds;
     kept *objs;
     uint32_t nobjs, capobjs;
-    const tly_node **warned;   /* rules reported as not evaluated (once each) */
-    uint32_t nwarned, capwarned;
+    warnlist warned;           /* over every kept object (validate) */
 };
 
 tly_crdset *tly_crdset_create(void)
@@ -64,7 +69,7 @@ void tly_crdset_destroy(tly_crdset *c)
     tly_arena_destroy(c->a);
     free(c->crds);
     free(c->objs);
-    free(c->warned);
+    free(c->warned.v);
     free(c);
 }
 
@@ -121,8 +126,12 @@ static const char *split_version(const char *api_version, char *group, size_t le
 
 bool tly_crd_is_crd(const tly_node *root)
 {
-    const char *av = get_str(root, "apiVersion"), *k = get_str(root, "kind");
-    return av && k && !strcmp(av, "apiextensions.k8s.io/v1") && !strcmp(k, "CustomResourceDefinition");
+    /* Asked of every object the loader reads: the kind first, which rules out nearly all. */
+    const char *k = get_str(root, "kind");
+    if (!k || strcmp(k, "CustomResourceDefinition"))
+        return false;
+    const char *av = get_str(root, "apiVersion");
+    return av && !strcmp(av, "apiextensions.k8s.io/v1");
 }
 
 /* ---- reading CRDs -------------------------------------------------------- */
@@ -184,12 +193,13 @@ void tly_crdset_keep(tly_crdset *c, const tly_node *root, const char *file)
 
 typedef struct {
     tly_diags *d;
-    tly_crdset *set;     /* for the rules already warned about */
-    tly_arena *a;
+    warnlist *warned;    /* the rules already reported as not evaluated */
+    tly_arena *a;        /* for messages and compiled rules */
     const char *file, *kind, *name;
     char path[1024];
     size_t plen;
     unsigned quiet;      /* > 0 inside anyOf: count, do not report */
+    unsigned ratchet;    /* > 0 inside a value an UPDATE left unchanged: validation ratcheting */
     unsigned failures;   /* problems found (reported or not) */
 } vctx;
 
@@ -217,35 +227,78 @@ static void pop(vctx *v, size_t mark)
     v->path[mark] = 0;
 }
 
+/*
+** A problem at `at`. The API server ratchets validation (CRDValidationRatcheting,
+** on since Kubernetes 1.30): on an UPDATE, a value equal to the old one is not
+** refused for a schema rule or a rule without oldSelf, so that a CRD made
+** stricter does not block updates of other fields; strict problems (unknown
+** fields, transition rules) are never ratcheted.
+*/
+/* A diagnostic of severity sev at `at` (a map member: at its key), on the current path. */
+static void vreport(vctx *v, const tly_node *at, tly_severity sev, const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+static void vreport(vctx *v, const tly_node *at, tly_severity sev, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    uint32_t line = at->key ? at->kline : at->line, col = at->key ? at->kcol : at->col;
+    tly_diags_add(v->d, sev, v->file, line, col, v->kind, v->name, v->plen ? v->path : "-", "%s", msg);
+}
+
+static void vproblem(vctx *v, const tly_node *at, bool strict, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static void vproblem(vctx *v, const tly_node *at, bool strict, const char *fmt, va_list ap)
+{
+    if (v->ratchet && !strict)
+        return;
+    v->failures++;
+    if (!v->quiet)
+        vreport(v, at, TLY_SEV_ERROR, fmt, ap);
+}
+
 static void problem(vctx *v, const tly_node *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void problem(vctx *v, const tly_node *at, const char *fmt, ...)
 {
-    v->failures++;
-    if (v->quiet)
-        return;
-    uint32_t line = at->key ? at->kline : at->line, col = at->key ? at->kcol : at->col;
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vproblem(v, at, false, fmt, ap);
     va_end(ap);
-    tly_diags_add(v->d, TLY_SEV_ERROR, v->file, line, col, v->kind, v->name, v->plen ? v->path : "-", "%s", msg);
 }
 
-static void check(vctx *v, const tly_node *val, const tly_node *s, bool root);
+static void strict_problem(vctx *v, const tly_node *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void strict_problem(vctx *v, const tly_node *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vproblem(v, at, true, fmt, ap);
+    va_end(ap);
+}
+
+static void check(vctx *v, const tly_node *val, const tly_node *old, const tly_node *s, bool root);
 
 /* Whether rule r was reported as not evaluated before; records it if not. */
-static bool warned(tly_crdset *c, const tly_node *r)
+static bool warned(warnlist *w, const tly_node *r)
 {
-    for (uint32_t i = 0; i < c->nwarned; i++)
-        if (c->warned[i] == r)
+    for (uint32_t i = 0; i < w->n; i++)
+        if (w->v[i] == r)
             return true;
-    if (c->nwarned == c->capwarned) {
-        c->capwarned = c->capwarned ? 2 * c->capwarned : 8;
-        c->warned = tly_xrealloc(c->warned, c->capwarned * sizeof *c->warned);
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 8;
+        w->v = tly_xrealloc(w->v, w->cap * sizeof *w->v);
     }
-    c->warned[c->nwarned++] = r;
+    w->v[w->n++] = r;
     return false;
+}
+
+/* A warning at val (none while counting anyOf branches or in a ratcheted value). */
+static void warning(vctx *v, const tly_node *val, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void warning(vctx *v, const tly_node *val, const char *fmt, ...)
+{
+    if (v->quiet || v->ratchet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(v, val, TLY_SEV_WARNING, fmt, ap);
+    va_end(ap);
 }
 
 static const char *value_type(const tly_node *n)
@@ -355,10 +408,7 @@ static void check_pattern(vctx *v, const tly_node *val, const char *pat)
     char *px = posix_pattern(pat);
     regex_t re;
     if (!px || regcomp(&re, px, REG_EXTENDED | REG_NOSUB) != 0) {
-        if (!v->quiet)
-            tly_diags_add(v->d, TLY_SEV_WARNING, v->file, val->key ? val->kline : val->line,
-                          val->key ? val->kcol : val->col, v->kind, v->name, v->path,
-                          "pattern '%s' not evaluated: tally cannot compile it", pat);
+        warning(v, val, "pattern '%s' not evaluated: tally cannot compile it", pat);
         free(px);
         return;
     }
@@ -435,7 +485,7 @@ static void check_enum(vctx *v, const tly_node *val, const tly_node *en)
 }
 
 /* An object's members against properties, additionalProperties and the unknown-field rule. */
-static void check_members(vctx *v, const tly_node *val, const tly_node *s, bool root)
+static void check_members(vctx *v, const tly_node *val, const tly_node *old, const tly_node *s, bool root)
 {
     const tly_node *props = get(s, "properties"), *addl = get(s, "additionalProperties");
     bool preserve = get_bool(s, "x-kubernetes-preserve-unknown-fields");
@@ -443,13 +493,15 @@ static void check_members(vctx *v, const tly_node *val, const tly_node *s, bool 
         if (root && (!strcmp(m->key, "apiVersion") || !strcmp(m->key, "kind") || !strcmp(m->key, "metadata")))
             continue;
         const tly_node *ps = props ? get(props, m->key) : NULL;
+        /* Object members correlate with the old object's by key (transition rules, ratcheting). */
+        const tly_node *om = old && old->type == TLY_N_MAP ? get(old, m->key) : NULL;
         size_t mark = push_key(v, m->key);
         if (ps)
-            check(v, m, ps, false);
+            check(v, m, om, ps, false);
         else if (addl && addl->type == TLY_N_MAP)
-            check(v, m, addl, false);
+            check(v, m, om, addl, false);
         else if (!preserve && !(addl && addl->type == TLY_N_BOOL && addl->bval))
-            problem(v, m, "unknown field \"%s\"", v->path);
+            strict_problem(v, m, "unknown field \"%s\"", v->path);
         pop(v, mark);
     }
     const tly_node *req = get(s, "required");
@@ -480,7 +532,22 @@ static bool same_keys(const tly_node *a, const tly_node *b, const tly_node *keys
     return true;
 }
 
-static void check_items(vctx *v, const tly_node *val, const tly_node *s)
+/*
+** The item of the old list that item `it` correlates with: only in a list of
+** x-kubernetes-list-type map, by its keys, as the API server correlates them
+** (items of sets and atomic lists have no old value).
+*/
+static const tly_node *old_item(const tly_node *it, const tly_node *old, const char *lt, const tly_node *keys)
+{
+    if (!old || old->type != TLY_N_SEQ || !lt || strcmp(lt, "map") || !keys || keys->type != TLY_N_SEQ)
+        return NULL;
+    for (const tly_node *o = old->kids; o; o = o->next)
+        if (same_keys(o, it, keys))
+            return o;
+    return NULL;
+}
+
+static void check_items(vctx *v, const tly_node *val, const tly_node *old, const tly_node *s)
 {
     const tly_node *items = get(s, "items");
     const char *lt = get_str(s, "x-kubernetes-list-type");
@@ -489,7 +556,7 @@ static void check_items(vctx *v, const tly_node *val, const tly_node *s)
     for (const tly_node *it = val->kids; it; it = it->next, i++) {
         size_t mark = push_idx(v, i);
         if (items)
-            check(v, it, items, false);
+            check(v, it, old_item(it, old, lt, keys), items, false);
         for (const tly_node *prev = val->kids; lt && prev != it; prev = prev->next) {
             bool dup = !strcmp(lt, "set") ? same_value(prev, it)
                      : !strcmp(lt, "map") && keys && keys->type == TLY_N_SEQ && same_keys(prev, it, keys);
@@ -509,12 +576,12 @@ static void check_items(vctx *v, const tly_node *val, const tly_node *s)
 }
 
 /* anyOf: at least one branch holds (each tried quietly). */
-static void check_any_of(vctx *v, const tly_node *val, const tly_node *any)
+static void check_any_of(vctx *v, const tly_node *val, const tly_node *old, const tly_node *any)
 {
     for (const tly_node *b = any->kids; b; b = b->next) {
         unsigned before = v->failures;
         v->quiet++;
-        check(v, val, b, false);
+        check(v, val, old, b, false);
         v->quiet--;
         bool held = v->failures == before;
         v->failures = before;
@@ -529,58 +596,83 @@ static void check_any_of(vctx *v, const tly_node *val, const tly_node *any)
 ** The schema node's x-kubernetes-validations rules with self = val. A rule
 ** that does not hold is an error with its message; one that fails to evaluate
 ** (a missing key) an error too, as the API server refuses the object then. A
-** rule tally cannot evaluate is a warning, once per rule; a transition rule
-** (oldSelf) applies to updates only and is not checked here.
+** rule tally cannot evaluate is a warning, once per rule. A transition rule
+** (oldSelf) is evaluated only where the value has an old one (an UPDATE, at a
+** correlated place), as the API server does; elsewhere it says nothing.
+** optionalOldSelf rules see oldSelf as a CEL optional, which tally does not
+** evaluate: a warning.
 */
-static void check_rules(vctx *v, const tly_node *val, const tly_node *s)
+static void check_rules(vctx *v, const tly_node *val, const tly_node *old, const tly_node *s)
 {
     const tly_node *rules = get(s, "x-kubernetes-validations");
     for (const tly_node *r = rules && rules->type == TLY_N_SEQ ? rules->kids : NULL; r; r = r->next) {
         const char *rule = get_str(r, "rule"), *msg = get_str(r, "message");
         if (!rule)
             continue;
+        const char *cwhy;
         char why[300];
-        tly_cel_result res = tly_cel_eval_rule(rule, val, why, sizeof why);
-        if (res == TLY_CEL_FALSE)
-            problem(v, val, "Invalid value: \"%s\": %s", value_type(val), msg ? msg : tly_arena_printf(v->a, "failed rule: %s", rule));
+        tly_cel_prog *p = tly_cel_compile(v->a, rule, TLY_CEL_ENV_RULE, &cwhy);
+        tly_cel_result res;
+        bool transition = p && tly_cel_is_transition(p);
+        if (get_bool(r, "optionalOldSelf")) {
+            res = TLY_CEL_UNSUPPORTED;
+            snprintf(why, sizeof why, "uses optionalOldSelf, which tally does not evaluate");
+        } else if (!p) {
+            res = TLY_CEL_UNSUPPORTED;
+            snprintf(why, sizeof why, "%s", cwhy);
+        } else if (transition && !old) {
+            continue;
+        } else {
+            res = tly_cel_eval_self(p, val, old, why, sizeof why);
+        }
+        const char *failed = msg ? msg : tly_arena_printf(v->a, "failed rule: %s", rule);
+        if (res == TLY_CEL_FALSE && transition)
+            strict_problem(v, val, "Invalid value: \"%s\": %s", value_type(val), failed);
+        else if (res == TLY_CEL_FALSE)
+            problem(v, val, "Invalid value: \"%s\": %s", value_type(val), failed);
+        else if (res == TLY_CEL_ERROR && transition)
+            strict_problem(v, val, "Invalid value: \"%s\": rule %s failed to evaluate: %s", value_type(val), rule, why);
         else if (res == TLY_CEL_ERROR)
             problem(v, val, "Invalid value: \"%s\": rule %s failed to evaluate: %s", value_type(val), rule, why);
-        else if (res == TLY_CEL_UNSUPPORTED && !strstr(why, "oldSelf") && !v->quiet && !warned(v->set, r))
-            tly_diags_add(v->d, TLY_SEV_WARNING, v->file, val->key ? val->kline : val->line,
-                          val->key ? val->kcol : val->col, v->kind, v->name, v->plen ? v->path : "-",
-                          "x-kubernetes-validations rule '%.200s' not evaluated: it %s", rule, why);
+        else if (res == TLY_CEL_UNSUPPORTED && !v->quiet && !v->ratchet && !warned(v->warned, r))
+            warning(v, val, "x-kubernetes-validations rule '%.200s' not evaluated: it %s", rule, why);
     }
 }
 
-static void check(vctx *v, const tly_node *val, const tly_node *s, bool root)
+static void check(vctx *v, const tly_node *val, const tly_node *old, const tly_node *s, bool root)
 {
     if (val->type == TLY_N_NULL)
         return;  /* pruned by the API server where not nullable; nothing to check where it is */
+    /* Unchanged since the old object: only strict problems count below (vproblem). */
+    bool unchanged = old && same_value(val, old);
+    v->ratchet += unchanged;
     const char *t = get_str(s, "type");
     if (get_bool(s, "x-kubernetes-int-or-string")) {
         if (val->type != TLY_N_INT && val->type != TLY_N_STRING) {
             problem(v, val, "Invalid value: must be an integer or a string, not %s", value_type(val));
-            return;
+            goto out;
         }
     } else if (t && !type_ok(val, t)) {
         char b[220];
         problem(v, val, "Invalid value: %s: must be of type %s, not %s", shown(val, b, sizeof b), t, value_type(val));
-        return;
+        goto out;
     }
     const tly_node *en = get(s, "enum"), *any = get(s, "anyOf");
     if (en && en->type == TLY_N_SEQ)
         check_enum(v, val, en);
     if (any && any->type == TLY_N_SEQ)
-        check_any_of(v, val, any);
-    check_rules(v, val, s);
+        check_any_of(v, val, old, any);
+    check_rules(v, val, old, s);
     switch (val->type) {
-    case TLY_N_MAP: check_members(v, val, s, root); break;
-    case TLY_N_SEQ: check_items(v, val, s); break;
+    case TLY_N_MAP: check_members(v, val, old, s, root); break;
+    case TLY_N_SEQ: check_items(v, val, old, s); break;
     case TLY_N_STRING: check_string(v, val, s); break;
     case TLY_N_INT:
     case TLY_N_FLOAT: check_number(v, val, s); break;
     default: break;
     }
+out:
+    v->ratchet -= unchanged;
 }
 
 static const crd *find_crd(const tly_crdset *c, const char *group, const char *kind)
@@ -591,37 +683,58 @@ static const crd *find_crd(const tly_crdset *c, const char *group, const char *k
     return NULL;
 }
 
-/* One kept object against its CRD, if the set has one. */
-static void check_object(tly_crdset *c, const kept *o, tly_diags *d)
+/*
+** Object root (from file; old: the object before an UPDATE, or NULL) against
+** the CRD of its kind, if c has one. Reads c only; messages and compiled
+** rules go to arena a, rules warned about to w. Whether c had the CRD.
+*/
+static bool check_root(const tly_crdset *c, const tly_node *root, const tly_node *old, const char *file,
+                       tly_arena *a, warnlist *w, tly_diags *d)
 {
-    const char *av = get_str(o->root, "apiVersion"), *kind = get_str(o->root, "kind");
+    const char *av = get_str(root, "apiVersion"), *kind = get_str(root, "kind");
+    if (!av || !kind)
+        return false;
     char group[256];
     const char *version = split_version(av, group, sizeof group);
     const crd *x = find_crd(c, group, kind);
     if (!x)
-        return;
-    const tly_node *md = get(o->root, "metadata");
+        return false;
+    const tly_node *md = get(root, "metadata");
     const char *ns = get_str(md, "namespace"), *name = get_str(md, "name");
     char full[512];
     snprintf(full, sizeof full, "%s%s%s", ns ? ns : "", ns ? "/" : "", name ? name : "-");
-    vctx v = {.d = d, .set = c, .a = c->a, .file = o->file, .kind = kind, .name = full};
+    vctx v = {.d = d, .warned = w, .a = a, .file = file, .kind = kind, .name = full};
     const crd_version *ver = NULL;
     for (uint32_t i = 0; i < x->nv; i++)
         if (!strcmp(x->v[i].name, version))
             ver = &x->v[i];
-    const tly_node *avn = get(o->root, "apiVersion");
+    const tly_node *avn = get(root, "apiVersion");
     if (!ver || !ver->served) {
         push_key(&v, "apiVersion");
         problem(&v, avn, "the CustomResourceDefinition of %s in the input %s version %s", kind,
                 ver ? "does not serve" : "has no", version);
-        return;
+        return true;
     }
     if (ver->schema)
-        check(&v, o->root, ver->schema, true);
+        check(&v, root, old && old->type == TLY_N_MAP ? old : NULL, ver->schema, true);
+    return true;
 }
 
 void tly_crdset_check(tly_crdset *c, tly_diags *d)
 {
     for (uint32_t i = 0; i < c->nobjs; i++)
-        check_object(c, &c->objs[i], d);
+        check_root(c, c->objs[i].root, NULL, c->objs[i].file, c->a, &c->warned, d);
+}
+
+bool tly_crdset_check_object(const tly_crdset *c, const tly_node *root, const tly_node *old, const char *file,
+                             tly_diags *d)
+{
+    if (!c)
+        return false;
+    tly_arena *a = tly_arena_create(16 * 1024);
+    warnlist w = {0};
+    bool found = check_root(c, root, old, file, a, &w, d);
+    free(w.v);
+    tly_arena_destroy(a);
+    return found;
 }

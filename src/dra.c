@@ -41,19 +41,23 @@
 ** claims hold at most 32 devices, and the search stops after SEARCH_STEPS
 ** device trials (the pod is then UnsupportedConstraint: not evaluated).
 **
-** The CEL subset
-** --------------
-** Selectors are CEL programs over `device`. tally compiles a small, common
-** subset into a tree and evaluates it without floating point:
+** Selectors
+** ---------
+** Selectors are CEL programs over `device`, evaluated by tally's one CEL
+** module (cel.h) in its device environment: each selector of a class, claim
+** or template is compiled once when the indexes are built, and evaluated per
+** device per candidate node without parsing or allocating. The environment
+** holds what placement evaluates exactly, without floating point:
 **   device.driver == "x"   (and !=, and string ordering)
 **   device.attributes["domain"].name  OP  "str" | int | true | false
 **   device.attributes["domain"]["name"] (the same), a bare bool attribute
 **   device.capacity["domain"].name.compareTo(quantity("40Gi")) OP 0
 **   .isGreaterThan(quantity(..)) / .isLessThan(quantity(..))
+**   version attributes: .compareTo(semver("1.2.3")), isGreaterThan,
+**   isLessThan, major(), minor(), patch(); == by semantic-version equality
 **   "name" in device.attributes["domain"] (and in device.capacity[...])
-**   && || ! and parentheses.
-** Anything else (other functions and macros, semver, uint or double
-** literals, string methods) is a compile error: the pod is reported as
+**   has(device.attributes["domain"].name), && || ! and parentheses.
+** Anything else is refused when compiled: the pod is reported as
 ** UnsupportedConstraint with the expression quoted, never silently matched.
 ** Attribute lookup follows Kubernetes: device.attributes["gpu.nvidia.com"].x
 ** is the attribute `gpu.nvidia.com/x`, or the plain `x` of a device whose
@@ -84,526 +88,11 @@
 #include "strmap.h"
 #include "tally/accounted.h"
 #include "tally/arena.h"
+#include "tally/cel.h"
 #include "tally/error.h"
 #include "tally/nodefit.h"
 
 #define NONE UINT32_MAX
-
-/* ====================================================================== */
-/* CEL subset: compiler                                                   */
-/* ====================================================================== */
-
-/* Static types (CT_DYN: an attribute, whose type is known only per device). */
-enum { CT_BOOL, CT_INT, CT_STR, CT_QTY, CT_DYN, CT_MAP };
-
-enum {
-    CN_BOOL, CN_INT, CN_STR, CN_QTYLIT, /* literals */
-    CN_DRIVER, CN_ATTR, CN_CAP,         /* device.driver, attribute, capacity */
-    CN_ATTRMAP, CN_CAPMAP,              /* device.attributes["d"], only right of `in` */
-    CN_IN, CN_COMPARE_TO, CN_QGT, CN_QLT,
-    CN_CMP, CN_AND, CN_OR, CN_NOT
-};
-
-enum { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE };
-
-typedef struct cel cel;
-struct cel {
-    uint8_t kind, type, op;
-    bool b;
-    int64_t i;
-    const char *s;                 /* string literal, or the name for `in` */
-    const char *domain, *name;     /* attributes / capacity */
-    tly_qty q;
-    cel *l, *r;
-};
-
-typedef struct {
-    const char *src, *p;
-    tly_arena *a;
-    bool failed;
-    char err[200];
-    size_t errpos;
-} cparse;
-
-static cel *fail(cparse *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cel *fail(cparse *ps, const char *fmt, ...)
-{
-    if (!ps->failed) {
-        ps->failed = true;
-        ps->errpos = (size_t)(ps->p - ps->src);
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ps->err, sizeof ps->err, fmt, ap);
-        va_end(ap);
-    }
-    return NULL;
-}
-
-static cel *mk(cparse *ps, uint8_t kind, uint8_t type)
-{
-    cel *n = tly_arena_zalloc(ps->a, sizeof *n);
-    n->kind = kind;
-    n->type = type;
-    return n;
-}
-
-static void ws(cparse *ps)
-{
-    while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')
-        ps->p++;
-}
-
-static bool is_idstart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static bool is_idchar(char c) { return is_idstart(c) || (c >= '0' && c <= '9'); }
-
-/* Consumes punctuation `t` (after blanks) if it is next. */
-static bool accept(cparse *ps, const char *t)
-{
-    ws(ps);
-    size_t n = strlen(t);
-    if (strncmp(ps->p, t, n) != 0)
-        return false;
-    ps->p += n;
-    return true;
-}
-
-static bool expect(cparse *ps, const char *t)
-{
-    if (accept(ps, t))
-        return true;
-    if (*ps->p)
-        fail(ps, "expected '%s' before '%.12s'", t, ps->p);
-    else
-        fail(ps, "expected '%s' at the end", t);
-    return false;
-}
-
-/* An identifier into buf (truncated names are never valid here anyway). */
-static bool ident(cparse *ps, char *buf, size_t cap)
-{
-    ws(ps);
-    if (!is_idstart(*ps->p))
-        return false;
-    size_t n = 0;
-    while (is_idchar(*ps->p)) {
-        if (n + 1 < cap)
-            buf[n++] = *ps->p;
-        ps->p++;
-    }
-    buf[n] = '\0';
-    return true;
-}
-
-/* A "..." or '...' string literal with the simple escapes. */
-static const char *strlit(cparse *ps)
-{
-    ws(ps);
-    char q = *ps->p;
-    if (q != '"' && q != '\'')
-        return NULL;
-    if (ps->p[1] == q && ps->p[2] == q)
-        return fail(ps, "triple-quoted strings are not supported"), NULL;
-    ++ps->p;
-    /* The rest of the expression bounds the literal (escaped quotes included;
-       found by fuzz/fuzz_cel.c when the bound stopped at an escaped quote). */
-    size_t cap = strlen(ps->p) + 1;
-    char *out = tly_arena_alloc(ps->a, cap), *o = out;
-    while (*ps->p && *ps->p != q) {
-        char c = *ps->p++;
-        if (c == '\\') {
-            if (*ps->p == '\0')
-                return fail(ps, "unterminated string literal"), NULL;
-            char e = *ps->p++;
-            switch (e) {
-            case '\\': c = '\\'; break;
-            case '"': c = '"'; break;
-            case '\'': c = '\''; break;
-            case 'n': c = '\n'; break;
-            case 't': c = '\t'; break;
-            case 'r': c = '\r'; break;
-            default:
-                ps->p--;
-                return fail(ps, "unsupported escape in a string literal"), NULL;
-            }
-        }
-        *o++ = c;
-    }
-    if (*ps->p != q)
-        return fail(ps, "unterminated string literal"), NULL;
-    ps->p++;
-    *o = '\0';
-    return out;
-}
-
-static cel *p_or(cparse *ps);
-
-/* Decimal int literal; neg: a leading minus was consumed. */
-static cel *intlit(cparse *ps, bool neg)
-{
-    ws(ps);
-    if (ps->p[0] == '0' && (ps->p[1] == 'x' || ps->p[1] == 'X'))
-        return fail(ps, "hexadecimal literals are not supported");
-    uint64_t v = 0;
-    const char *start = ps->p;
-    while (*ps->p >= '0' && *ps->p <= '9') {
-        unsigned dgt = (unsigned)(*ps->p - '0');
-        if (v > (UINT64_C(9223372036854775808) - dgt) / 10)
-            return fail(ps, "integer literal out of range");
-        v = v * 10 + dgt;
-        ps->p++;
-    }
-    if (ps->p == start)
-        return fail(ps, "expected a number");
-    if (*ps->p == '.' || *ps->p == 'e' || *ps->p == 'E')
-        return fail(ps, "double literals are not supported");
-    if (*ps->p == 'u' || *ps->p == 'U')
-        return fail(ps, "unsigned literals are not supported");
-    if (!neg && v > (uint64_t)INT64_MAX)
-        return fail(ps, "integer literal out of range");
-    cel *n = mk(ps, CN_INT, CT_INT);
-    n->i = neg ? (v == UINT64_C(9223372036854775808) ? INT64_MIN : -(int64_t)v) : (int64_t)v;
-    return n;
-}
-
-/* quantity("...") after the identifier. */
-static cel *qtylit(cparse *ps)
-{
-    if (!expect(ps, "("))
-        return NULL;
-    const char *s = strlit(ps);
-    if (!s)
-        return ps->failed ? NULL : fail(ps, "quantity() takes a string literal");
-    cel *n = mk(ps, CN_QTYLIT, CT_QTY);
-    if (tly_qty_parse_str(s, &n->q) != TLY_OK)
-        return fail(ps, "quantity(\"%s\") is not a valid quantity", s);
-    if (!expect(ps, ")"))
-        return NULL;
-    return n;
-}
-
-/* device.<...> after `device`. */
-static cel *p_device(cparse *ps)
-{
-    char id[40];
-    if (!expect(ps, "."))
-        return NULL;
-    if (!ident(ps, id, sizeof id))
-        return fail(ps, "expected a field of device");
-    if (strcmp(id, "driver") == 0)
-        return mk(ps, CN_DRIVER, CT_STR);
-    bool attr = strcmp(id, "attributes") == 0;
-    if (!attr && strcmp(id, "capacity") != 0)
-        return fail(ps, "device.%s is not supported (only driver, attributes, capacity)", id);
-    if (!expect(ps, "["))
-        return NULL;
-    const char *domain = strlit(ps);
-    if (!domain)
-        return ps->failed ? NULL : fail(ps, "expected a quoted domain in device.%s[...]", id);
-    if (!expect(ps, "]"))
-        return NULL;
-    const char *name = NULL;
-    const char *save = ps->p;
-    if (accept(ps, "[")) {
-        name = strlit(ps);
-        if (!name)
-            return ps->failed ? NULL : fail(ps, "expected a quoted name");
-        if (!expect(ps, "]"))
-            return NULL;
-    } else if (accept(ps, ".")) {
-        char nm[80];
-        if (!ident(ps, nm, sizeof nm))
-            return fail(ps, "expected a name after device.%s[\"%s\"].", id, domain);
-        ws(ps);
-        if (*ps->p == '(')
-            return fail(ps, "function %s() on device.%s is not supported", nm, id);
-        name = tly_arena_strdup(ps->a, nm);
-    } else {
-        ps->p = save;
-    }
-    cel *n;
-    if (!name) {
-        n = mk(ps, attr ? CN_ATTRMAP : CN_CAPMAP, CT_MAP);
-    } else {
-        n = mk(ps, attr ? CN_ATTR : CN_CAP, attr ? CT_DYN : CT_QTY);
-        n->name = name;
-    }
-    n->domain = domain;
-    return n;
-}
-
-static cel *p_primary(cparse *ps)
-{
-    ws(ps);
-    char c = *ps->p;
-    if (c == '(') {
-        ps->p++;
-        cel *e = p_or(ps);
-        if (!e || !expect(ps, ")"))
-            return NULL;
-        return e;
-    }
-    if (c == '"' || c == '\'') {
-        const char *s = strlit(ps);
-        if (!s)
-            return NULL;
-        cel *n = mk(ps, CN_STR, CT_STR);
-        n->s = s;
-        return n;
-    }
-    if (c >= '0' && c <= '9')
-        return intlit(ps, false);
-    char id[40];
-    if (ident(ps, id, sizeof id)) {
-        if (strcmp(id, "true") == 0 || strcmp(id, "false") == 0) {
-            cel *n = mk(ps, CN_BOOL, CT_BOOL);
-            n->b = id[0] == 't';
-            return n;
-        }
-        if (strcmp(id, "device") == 0)
-            return p_device(ps);
-        if (strcmp(id, "quantity") == 0)
-            return qtylit(ps);
-        return fail(ps, "'%s' is not supported", id);
-    }
-    if (!c)
-        return fail(ps, "unexpected end of expression");
-    return fail(ps, "unexpected '%c'", c);
-}
-
-/* Method calls on quantities: compareTo, isGreaterThan, isLessThan. */
-static cel *p_postfix(cparse *ps)
-{
-    cel *n = p_primary(ps);
-    while (n) {
-        const char *save = ps->p;
-        if (!accept(ps, ".")) {
-            ws(ps);
-            if (*ps->p == '[')
-                return fail(ps, "indexing is only supported on device.attributes and device.capacity");
-            return n;
-        }
-        char m[40];
-        ws(ps);
-        const char *mstart = ps->p;
-        if (!ident(ps, m, sizeof m)) {
-            ps->p = save;
-            return fail(ps, "expected a method name");
-        }
-        bool cmp = strcmp(m, "compareTo") == 0, gt = strcmp(m, "isGreaterThan") == 0,
-             lt = strcmp(m, "isLessThan") == 0;
-        if (!(cmp || gt || lt) || n->type != CT_QTY) {
-            ps->p = mstart;  /* the column of the method's name */
-            return fail(ps, "method %s() is not supported here", m);
-        }
-        if (!expect(ps, "("))
-            return NULL;
-        cel *arg = p_or(ps);
-        if (!arg)
-            return NULL;
-        if (arg->type != CT_QTY)
-            return fail(ps, "%s() takes a quantity", m);
-        if (!expect(ps, ")"))
-            return NULL;
-        cel *call = mk(ps, cmp ? CN_COMPARE_TO : gt ? CN_QGT : CN_QLT, cmp ? CT_INT : CT_BOOL);
-        call->l = n;
-        call->r = arg;
-        n = call;
-    }
-    return NULL;
-}
-
-static bool boolish(const cel *n) { return n->type == CT_BOOL || n->type == CT_DYN; }
-
-static cel *p_unary(cparse *ps)
-{
-    ws(ps);
-    if (ps->p[0] == '!' && ps->p[1] != '=') {
-        ps->p++;
-        cel *x = p_unary(ps);
-        if (!x)
-            return NULL;
-        if (!boolish(x))
-            return fail(ps, "'!' needs a boolean");
-        cel *n = mk(ps, CN_NOT, CT_BOOL);
-        n->l = x;
-        return n;
-    }
-    if (ps->p[0] == '-') {
-        ps->p++;
-        ws(ps);
-        if (*ps->p >= '0' && *ps->p <= '9')
-            return intlit(ps, true);
-        return fail(ps, "unary minus is only supported on integer literals");
-    }
-    return p_postfix(ps);
-}
-
-static const char *tname(int t)
-{
-    static const char *const n[] = {"bool", "int", "string", "quantity", "attribute", "map"};
-    return n[t];
-}
-
-static cel *p_rel(cparse *ps)
-{
-    cel *l = p_unary(ps);
-    if (!l)
-        return NULL;
-    ws(ps);
-    static const struct { const char *t; uint8_t op; } ops[] = {
-        {"==", OP_EQ}, {"!=", OP_NE}, {"<=", OP_LE}, {">=", OP_GE}, {"<", OP_LT}, {">", OP_GT}};
-    int op = -1;
-    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
-        size_t len = strlen(ops[k].t);
-        if (strncmp(ps->p, ops[k].t, len) == 0) {
-            op = ops[k].op;
-            ps->p += len;
-            break;
-        }
-    }
-    if (op < 0) {
-        if (strncmp(ps->p, "in", 2) == 0 && !is_idchar(ps->p[2])) {
-            ps->p += 2;
-            cel *r = p_unary(ps);
-            if (!r)
-                return NULL;
-            if (l->kind != CN_STR || (r->kind != CN_ATTRMAP && r->kind != CN_CAPMAP))
-                return fail(ps, "'in' is only supported as \"name\" in device.attributes[\"domain\"]");
-            cel *n = mk(ps, CN_IN, CT_BOOL);
-            n->l = l;
-            n->r = r;
-            return n;
-        }
-        if (l->type == CT_MAP)
-            return fail(ps, "device.attributes[...] and device.capacity[...] need a name");
-        return l;
-    }
-    if (ps->p[0] == '=')
-        return fail(ps, "unexpected '='");
-    cel *r = p_unary(ps);
-    if (!r)
-        return NULL;
-    int lt = l->type, rt = r->type;
-    if (lt == CT_MAP || rt == CT_MAP)
-        return fail(ps, "device.attributes[...] and device.capacity[...] need a name");
-    if (lt == CT_QTY || rt == CT_QTY)
-        return fail(ps, "compare capacities with .compareTo(quantity(\"...\"))");
-    if (lt != CT_DYN && rt != CT_DYN && lt != rt)
-        return fail(ps, "cannot compare %s with %s", tname(lt), tname(rt));
-    if (op != OP_EQ && op != OP_NE && (lt == CT_BOOL || rt == CT_BOOL))
-        return fail(ps, "booleans have no order");
-    cel *n = mk(ps, CN_CMP, CT_BOOL);
-    n->op = (uint8_t)op;
-    n->l = l;
-    n->r = r;
-    return n;
-}
-
-static cel *p_and(cparse *ps)
-{
-    cel *l = p_rel(ps);
-    while (l && accept(ps, "&&")) {
-        cel *r = p_rel(ps);
-        if (!r)
-            return NULL;
-        if (!boolish(l) || !boolish(r))
-            return fail(ps, "'&&' needs booleans");
-        cel *n = mk(ps, CN_AND, CT_BOOL);
-        n->l = l;
-        n->r = r;
-        l = n;
-    }
-    return l;
-}
-
-static cel *p_or(cparse *ps)
-{
-    cel *l = p_and(ps);
-    while (l && accept(ps, "||")) {
-        cel *r = p_and(ps);
-        if (!r)
-            return NULL;
-        if (!boolish(l) || !boolish(r))
-            return fail(ps, "'||' needs booleans");
-        cel *n = mk(ps, CN_OR, CT_BOOL);
-        n->l = l;
-        n->r = r;
-        l = n;
-    }
-    return l;
-}
-
-/*
-** Compiles expr into arena a. On failure returns NULL and *err (in a) is
-** "unsupported CEL selector '<expr>': <detail> (column N)".
-*/
-static cel *cel_compile(tly_arena *a, const char *expr, const char **err)
-{
-    cparse ps = {.src = expr, .p = expr, .a = a};
-    cel *e = p_or(&ps);
-    if (e) {
-        ws(&ps);
-        if (*ps.p)
-            e = fail(&ps, "unexpected '%.12s'", ps.p);
-        else if (!boolish(e))
-            e = fail(&ps, "the expression is a %s, not a boolean", tname(e->type));
-    }
-    if (!e) {
-        *err = tly_arena_printf(a, "unsupported CEL selector '%s': %s (column %zu)", expr, ps.err,
-                                ps.errpos + 1);
-        return NULL;
-    }
-    *err = NULL;
-    return e;
-}
-
-/* ====================================================================== */
-/* CEL subset: evaluator                                                  */
-/* ====================================================================== */
-
-enum { V_ERR, V_BOOL, V_INT, V_STR, V_QTY, V_VER };
-
-typedef struct {
-    uint8_t t;
-    bool b;
-    int64_t i;
-    const char *s;
-    tly_qty q;
-} cval;
-
-/*
-** Kubernetes' name rule: `want` in `domain` is the qualified `domain/want`,
-** or the plain `want` on a device whose driver is the domain.
-*/
-static bool qualified_is(const char *have, const char *driver, const char *domain,
-                         const char *want)
-{
-    const char *slash = strchr(have, '/');
-    if (slash) {
-        size_t dl = strlen(domain);
-        return (size_t)(slash - have) == dl && memcmp(have, domain, dl) == 0 &&
-               strcmp(slash + 1, want) == 0;
-    }
-    return driver && strcmp(driver, domain) == 0 && strcmp(have, want) == 0;
-}
-
-static const tly_attr *find_attr(const tly_device *dev, const char *driver, const char *domain,
-                                 const char *name)
-{
-    for (uint32_t i = 0; dev && i < dev->nattrs; i++)
-        if (dev->attrs[i].name && qualified_is(dev->attrs[i].name, driver, domain, name))
-            return &dev->attrs[i];
-    return NULL;
-}
-
-static const tly_capacity *find_cap(const tly_device *dev, const char *driver,
-                                    const char *domain, const char *name)
-{
-    for (uint32_t i = 0; dev && i < dev->ncapacity; i++)
-        if (dev->capacity[i].name && qualified_is(dev->capacity[i].name, driver, domain, name))
-            return &dev->capacity[i];
-    return NULL;
-}
 
 /*
 ** A name written either way (AccountedResource match names, capacityName):
@@ -615,7 +104,7 @@ static bool name_matches(const char *have, const char *want, const char *driver)
         return true;
     const char *hs = strchr(have, '/'), *ws_ = strchr(want, '/');
     if (hs && !ws_)
-        return driver && qualified_is(have, driver, driver, want);
+        return driver && tly_cel_device_name_is(have, driver, driver, want);
     if (!hs && ws_) {
         size_t dl = (size_t)(ws_ - want);
         return driver && strlen(driver) == dl && memcmp(driver, want, dl) == 0 &&
@@ -624,106 +113,23 @@ static bool name_matches(const char *have, const char *want, const char *driver)
     return false;
 }
 
-static cval v_err(void) { return (cval){.t = V_ERR}; }
-static cval v_bool(bool b) { return (cval){.t = V_BOOL, .b = b}; }
-
-static cval eval(const cel *n, const char *driver, const tly_device *dev)
+/* Whether selector sel (compiled in the device environment) matches dev of driver. */
+static bool cel_match(const tly_cel_prog *sel, const char *driver, const tly_device *dev)
 {
-    switch (n->kind) {
-    case CN_BOOL: return v_bool(n->b);
-    case CN_INT: return (cval){.t = V_INT, .i = n->i};
-    case CN_STR: return (cval){.t = V_STR, .s = n->s};
-    case CN_QTYLIT: return (cval){.t = V_QTY, .q = n->q};
-    case CN_DRIVER: return driver ? (cval){.t = V_STR, .s = driver} : v_err();
-    case CN_ATTR: {
-        const tly_attr *a = find_attr(dev, driver, n->domain, n->name);
-        if (!a)
-            return v_err();
-        switch (a->type) {
-        case TLY_ATTR_STRING: return (cval){.t = V_STR, .s = a->str ? a->str : ""};
-        case TLY_ATTR_INT: return (cval){.t = V_INT, .i = a->ival};
-        case TLY_ATTR_BOOL: return v_bool(a->bval);
-        default: return (cval){.t = V_VER, .s = a->str ? a->str : ""};
-        }
-    }
-    case CN_CAP: {
-        const tly_capacity *c = find_cap(dev, driver, n->domain, n->name);
-        return c ? (cval){.t = V_QTY, .q = c->value} : v_err();
-    }
-    case CN_IN: {
-        bool has = n->r->kind == CN_ATTRMAP ? find_attr(dev, driver, n->r->domain, n->l->s) != NULL
-                                            : find_cap(dev, driver, n->r->domain, n->l->s) != NULL;
-        return v_bool(has);
-    }
-    case CN_COMPARE_TO:
-    case CN_QGT:
-    case CN_QLT: {
-        cval l = eval(n->l, driver, dev), r = eval(n->r, driver, dev);
-        if (l.t != V_QTY || r.t != V_QTY)
-            return v_err();
-        int c = tly_qty_cmp(l.q, r.q);
-        if (n->kind == CN_COMPARE_TO)
-            return (cval){.t = V_INT, .i = c};
-        return v_bool(n->kind == CN_QGT ? c > 0 : c < 0);
-    }
-    case CN_CMP: {
-        cval l = eval(n->l, driver, dev), r = eval(n->r, driver, dev);
-        if (l.t == V_ERR || r.t == V_ERR)
-            return v_err();
-        if (l.t != r.t) {
-            /* Heterogeneous equality: different types are never equal; no order. */
-            if (n->op == OP_EQ || n->op == OP_NE)
-                return v_bool(n->op == OP_NE);
-            return v_err();
-        }
-        int c;
-        switch (l.t) {
-        case V_BOOL: c = (int)l.b - (int)r.b; break;
-        case V_INT: c = l.i < r.i ? -1 : l.i > r.i; break;
-        case V_STR: c = strcmp(l.s, r.s); break;
-        case V_VER:
-            /* Versions compare by equality of their text; semver order is not supported. */
-            if (n->op != OP_EQ && n->op != OP_NE)
-                return v_err();
-            c = strcmp(l.s, r.s);
-            break;
-        default: return v_err();
-        }
-        switch (n->op) {
-        case OP_EQ: return v_bool(c == 0);
-        case OP_NE: return v_bool(c != 0);
-        case OP_LT: return v_bool(c < 0);
-        case OP_LE: return v_bool(c <= 0);
-        case OP_GT: return v_bool(c > 0);
-        default: return v_bool(c >= 0);
-        }
-    }
-    case CN_AND:
-    case CN_OR: {
-        /* CEL's commutative error absorption: false && err = false, true || err = true. */
-        bool and_ = n->kind == CN_AND;
-        cval l = eval(n->l, driver, dev);
-        if (l.t == V_BOOL && l.b != and_)
-            return l;
-        cval r = eval(n->r, driver, dev);
-        if (r.t == V_BOOL && r.b != and_)
-            return r;
-        if (l.t != V_BOOL || r.t != V_BOOL)
-            return v_err();
-        return v_bool(and_);
-    }
-    case CN_NOT: {
-        cval x = eval(n->l, driver, dev);
-        return x.t == V_BOOL ? v_bool(!x.b) : v_err();
-    }
-    default: return v_err();
-    }
+    return tly_cel_eval_device(sel, driver, dev) == TLY_CEL_TRUE;
 }
 
-static bool cel_match(const cel *n, const char *driver, const tly_device *dev)
+/*
+** Compiles a selector once, for every device and node it is tried on. On
+** failure returns NULL and *err (in a) is "unsupported CEL selector
+** '<expr>': <detail> (column N)".
+*/
+static tly_cel_prog *cel_compile(tly_arena *a, const char *expr, const char **err)
 {
-    cval v = eval(n, driver, dev);
-    return v.t == V_BOOL && v.b;
+    const char *why;
+    tly_cel_prog *p = tly_cel_compile(a, expr, TLY_CEL_ENV_DEVICE, &why);
+    *err = p ? NULL : tly_arena_printf(a, "unsupported CEL selector '%s': %s", expr, why);
+    return p;
 }
 
 /* ====================================================================== */
@@ -737,7 +143,7 @@ static bool cel_match(const cel *n, const char *driver, const tly_device *dev)
 */
 typedef struct dra_sels dra_sels;
 struct dra_sels {
-    cel **sel;
+    tly_cel_prog **sel;
     uint32_t nsel;
     const char *err;
     dra_sels *alts;
@@ -1773,7 +1179,7 @@ static bool constraint_applies(const dra_constraint *k, const dra_unit *u)
 static const tly_attr *constraint_attr(const tly_dra *d, const dra_constraint *k, uint32_t gi)
 {
     const dra_devent *de = &d->devs[gi];
-    return find_attr(de->dev, de->slice->driver, k->domain, k->name);
+    return tly_cel_device_attr(de->dev, de->slice->driver, k->domain, k->name);
 }
 
 /* Whether unit u of claim c may take device gi now (in use, counters, constraints). */
@@ -2614,7 +2020,7 @@ int tly_dra_cel_eval(tly_dra *d, const char *expr, const char *driver, const tly
                      const char **why)
 {
     const char *err;
-    cel *e = cel_compile(d->a, expr, &err);
+    tly_cel_prog *e = cel_compile(d->a, expr, &err);
     if (why)
         *why = err;
     if (!e)

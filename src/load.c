@@ -580,14 +580,17 @@ static void handle_object(loader *L, const tly_node *root)
         return;
     }
     tly_store *s = L->s;
-    if (s->crds) {
-        if (tly_crd_is_crd(root)) {
-            tly_crdset_add(s->crds, root, L->file, s->diags);
-            s->crds_read++;
-            return;
+    if (tly_crd_is_crd(root)) {
+        if (!s->crds) {
+            s->crds = tly_crdset_create();
+            s->crds_owned = true;
         }
-        tly_crdset_keep(s->crds, root, L->file);
+        tly_crdset_add(s->crds, root, L->file, s->diags);
+        s->crds_read++;
+        return;
     }
+    if (s->crds_keep)
+        tly_crdset_keep(s->crds, root, L->file);
     tly_decode_env env = {.arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file};
     int errors = 0;
     tly_meta *m = tly_decode_object(&env, root, &errors);

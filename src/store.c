@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "store_int.h"
+#include "tally/crd.h"
 #include "tally/error.h"
 
 #define DEFAULT_SCHEDULER "kai-scheduler"
@@ -128,6 +129,8 @@ void tly_store_destroy(tly_store *s)
     }
     for (int k = 0; k < TLY_K_COUNT; k++)
         free(s->kinds[k].v);
+    if (s->crds_owned)
+        tly_crdset_destroy(s->crds);
     tly_strmap_free(&s->byname);
     index_free(&s->pods_by_node);
     index_free(&s->runs_by_runtime);
@@ -449,7 +452,13 @@ const char *tly_store_scheduler_name(const tly_store *s)
     return DEFAULT_SCHEDULER;
 }
 
-void tly_store_set_crds(tly_store *s, struct tly_crdset *crds) { s->crds = crds; }
+void tly_store_set_crds(tly_store *s, struct tly_crdset *crds)
+{
+    s->crds = crds;
+    s->crds_keep = true;
+}
+
+const struct tly_crdset *tly_store_crds(const tly_store *s) { return s->crds; }
 
 void tly_store_set_snapshot_params(tly_store *s, const char *scheduler_name, const char *queue_label_key)
 {

@@ -37,7 +37,13 @@ struct tly_store {
     /* A KAI snapshot's schedulerParams (kaisnap.h): used where a Config would be, below it. */
     const char *snap_scheduler_name, *snap_queue_label_key;
     const tly_config *config;
-    struct tly_crdset *crds;      /* tly_store_set_crds(), or NULL */
+    /*
+    ** The CustomResourceDefinitions read: tly_store_set_crds()'s set (which
+    ** also keeps the objects, for validate), else one the store makes at the
+    ** first CRD and owns (admit and serve decide against it).
+    */
+    struct tly_crdset *crds;
+    bool crds_owned, crds_keep;
     uint64_t crds_read;           /* CustomResourceDefinitions read into crds */
     int64_t clock;                /* tly_store_set_clock(), or TLY_NO_TIME */
     bool finished;

@@ -8,7 +8,10 @@
 **
 ** Handled (contract section 5):
 **  - CREATE and UPDATE of Queue, AccountedResource and Run: the validator's
-**    per-object rules, plus the cross-object ones with the whole state in
+**    per-object rules; the schema and x-kubernetes-validations rules of the
+**    object's CustomResourceDefinition when the state holds it (crd.h: a
+**    violation denies with the API server's field path and message, a rule
+**    tally cannot evaluate is a warning); the cross-object ones with the whole state in
 **    view: a Queue may not reference an AccountedResource or parent that is
 **    not in the state; a Run's request values must be non-negative integers
 **    and its spec.resources (and spec.runtime, spec.mode) cannot change on

@@ -2,10 +2,12 @@
 ** crd.h: objects checked against the CustomResourceDefinitions of the input
 ** (contract section 4), as the API server checks them.
 **
-** `tally validate` hands a set to the loader (tly_store_set_crds): every
-** apiextensions.k8s.io/v1 CustomResourceDefinition read goes into it, and a
-** copy of every object of a group that is not built into Kubernetes is kept,
-** since a CRD may come after the objects it defines. tly_crdset_check() then
+** The loader reads every apiextensions.k8s.io/v1 CustomResourceDefinition
+** into a set: the store's own (tly_store_crds), which `admit` and `serve`
+** check reviewed objects against (tly_crdset_check_object), or the one
+** `tally validate` hands it (tly_store_set_crds), which also keeps a copy of
+** every object of a group that is not built into Kubernetes, since a CRD
+** may come after the objects it defines. tly_crdset_check() then
 ** checks each kept object whose group and kind a CRD defines, at its
 ** apiVersion's version, against that version's structural schema
 ** (openAPIV3Schema):
@@ -24,7 +26,8 @@
 ** x-kubernetes-validations rules are evaluated by cel.h with self bound to
 ** the value at their schema node: a rule that does not hold is an error with
 ** its message; a rule tally cannot evaluate is a warning (once per rule),
-** never a pass; transition rules (oldSelf) apply to updates only.
+** never a pass; transition rules (oldSelf) apply to updates only, which
+** tly_crdset_check_object() checks (admit, serve).
 */
 #ifndef TALLY_CRD_H
 #define TALLY_CRD_H
@@ -48,5 +51,20 @@ void tly_crdset_keep(tly_crdset *c, const tly_node *root, const char *file);
 
 /* Checks every kept object against the CRD of its kind, if the set holds one. */
 void tly_crdset_check(tly_crdset *c, tly_diags *d);
+
+/*
+** Checks one object (an admission review's request.object, named `file` in
+** the diagnostics) against the CRD of its kind in c, if c (may be NULL)
+** holds one, as the API server validates a create or an update. old is the
+** object before an UPDATE (NULL for a CREATE): transition rules are then
+** evaluated with oldSelf, at the places where an old value correlates
+** (object members by name, items of x-kubernetes-list-type map lists by
+** their keys), and values the update leaves unchanged are not refused for
+** anything but unknown fields and transition rules (the API server's
+** validation ratcheting). Only reads c: several threads may check at once.
+** Returns whether c holds a CRD for the object's group and kind.
+*/
+bool tly_crdset_check_object(const tly_crdset *c, const tly_node *root, const tly_node *old, const char *file,
+                             tly_diags *d);
 
 #endif

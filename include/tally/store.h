@@ -141,11 +141,14 @@ int tly_store_gating_mode(const tly_store *s);
 const char *tly_store_pod_queue(const tly_store *s, const tly_pod *p, const tly_podgroup **pg);
 /*
 ** While loading: read CustomResourceDefinitions into crds (crd.h) and keep a
-** copy of every object a CRD may define, for `validate` (NULL: neither; the
-** store does not own crds).
+** copy of every object a CRD may define, for `validate` (the store does not
+** own crds). Without it the store reads the CRDs of its input into a set of
+** its own and keeps no objects.
 */
 struct tly_crdset;
 void tly_store_set_crds(tly_store *s, struct tly_crdset *crds);
+/* The CustomResourceDefinitions read (NULL when there were none): admit checks objects against them. */
+const struct tly_crdset *tly_store_crds(const tly_store *s);
 
 /*
 ** Whether tally places this pod: its schedulerName is tally's, and it is not
