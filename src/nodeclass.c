@@ -32,6 +32,11 @@ typedef struct {
     bool listed;
 } ncon;
 
+typedef struct {
+    char *b;
+    size_t n, cap;
+} buf;
+
 struct tly_nodeclasses {
     tly_arena *a;
     const tly_k8s_node *const *nodes;
@@ -45,14 +50,10 @@ struct tly_nodeclasses {
     tly_strmap con_ids;   /* pod encoding -> constraint id + 1 */
     ncon *cons;
     uint32_t ncons, capcons;
+    buf enc;              /* the encoding buffer, kept across pods: one allocation, not one per pod */
 };
 
 /* ---- encodings ------------------------------------------------------------------ */
-
-typedef struct {
-    char *b;
-    size_t n, cap;
-} buf;
 
 static void put(buf *o, const void *p, size_t n)
 {
@@ -246,6 +247,7 @@ void tly_nodeclasses_destroy(tly_nodeclasses *nc)
         free(nc->cons[c].ok);
     }
     free(nc->cons);
+    free(nc->enc.b);
     tly_strmap_free(&nc->con_ids);
     free(nc->keys);
     free(nc->cls);
@@ -263,7 +265,7 @@ uint32_t tly_nodeclasses_size(const tly_nodeclasses *nc, uint32_t cls) { return 
 
 uint32_t tly_nodeclasses_constraint(tly_nodeclasses *nc, const tly_pod *p)
 {
-    buf o = {0};
+    buf o = nc->enc;
     uint32_t id = TLY_NC_NONE;
     if (encode_pod(nc, p, &o)) {
         uintptr_t v = (uintptr_t)tly_strmap_get(&nc->con_ids, o.b, o.n);
@@ -285,7 +287,7 @@ uint32_t tly_nodeclasses_constraint(tly_nodeclasses *nc, const tly_pod *p)
         }
         id = (uint32_t)v - 1;
     }
-    free(o.b);
+    nc->enc = o;
     return id;
 }
 

@@ -67,8 +67,11 @@ bool tly_kind_reads_version(int kind, const char *version)
 
 const char *tly_kvs_get(const tly_kvs *kvs, const char *key)
 {
+    /* The first byte is compared here first: most keys differ there, and the
+       pod engine looks labels up millions of times (a call to strcmp each was
+       a tenth of the engine's setup). */
     for (uint32_t i = 0; i < kvs->n; i++)
-        if (strcmp(kvs->v[i].key, key) == 0)
+        if (kvs->v[i].key[0] == key[0] && strcmp(kvs->v[i].key, key) == 0)
             return kvs->v[i].val;
     return NULL;
 }

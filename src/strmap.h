@@ -15,7 +15,8 @@ typedef struct {
     size_t n, cap;  /* cap is a power of two or 0 */
 } tly_strmap;
 
-/* FNV-1a over s[0..len), continuing from h (start with TLY_FNV_SEED): the map's hash. */
+/* FNV-1a over s[0..len), continuing from h (start with TLY_FNV_SEED): a stable hash for
+** names that must not change between versions (event names); the map uses its own. */
 #define TLY_FNV_SEED 14695981039346656037ull
 uint64_t tly_fnv1a(uint64_t h, const char *s, size_t len);
 
