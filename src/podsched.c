@@ -2295,6 +2295,35 @@ static void print_path(tly_podsched *ps, const pstate *p, int32_t node, FILE *ou
     }
 }
 
+/*
+** The devices a placed pod's ResourceClaims get on its node (issue 18:
+** explain says which), claim by claim in the pod's order, each device as
+** the allocation result names it (request, driver/pool/device).
+*/
+static void explain_devices(const tly_dra_choice *c, FILE *out)
+{
+    if (!c->nclaims)
+        return;
+    fprintf(out, "  devices on %s:\n", c->node ? c->node : "?");
+    for (uint32_t k = 0; k < c->nclaims; k++) {
+        const tly_dra_claim_choice *cl = &c->claims[k];
+        fprintf(out, "    ResourceClaim %s/%s (pod claim %s%s)%s\n", cl->ns, cl->name,
+                cl->pod_claim ? cl->pod_claim : "?", cl->from_template ? ", from a template" : "",
+                cl->preallocated ? ": allocated before this run" : "");
+        if (!cl->ndevs)
+            fprintf(out, "      no devices\n");
+        for (uint32_t d = cl->first; d < cl->first + cl->ndevs; d++) {
+            const tly_dra_dev *dv = &c->devs[d];
+            fprintf(out, "      request %s: %s/%s/%s%s%s%s\n", dv->request ? dv->request : "?",
+                    dv->driver ? dv->driver : "?", dv->pool ? dv->pool : "?",
+                    dv->device ? dv->device : "?", dv->device_class ? " (class " : "",
+                    dv->device_class ? dv->device_class : "", dv->device_class ? ")" : "");
+            if (dv->admin_access)
+                fprintf(out, "        admin access: shares the device, does not hold it\n");
+        }
+    }
+}
+
 void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
 {
     pstate *p = &ps->pods[i];
@@ -2322,6 +2351,8 @@ void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
         fprintf(out, " gpu-memory %lluMi x %u", (unsigned long long)p->req.gpu_memory_mib,
                 p->req.gpu_devices);
     fprintf(out, "\n");
+    if (p->node >= 0 && p->dra)
+        explain_devices(p->dra, out);
 
     bool placed = p->node >= 0 || (p->res.state && !strcmp(p->res.state, "Running"));
     if (p->queue < 0) {

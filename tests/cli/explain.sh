@@ -30,6 +30,18 @@ out=$("$TALLY" explain examples/cluster pod team-a/pretrain-llama3-worker-0-0-7k
 has "$out" "state Bound on h200-2" bound
 has "$out" "gpu-h200         used 4, limit 4; this pod 2" bound
 
+# A bound DRA pod: the devices its claims get on its node (issue 18), and the
+# subrequest of firstAvailable that was chosen.
+out=$("$TALLY" explain tests/scenarios/pods-dra-gpu-count/input.yaml pod ns/d1 2>&1)
+has "$out" "devices on gb-1:" dra
+has "$out" "ResourceClaim ns/d1-gpus (pod claim gpus, from a template)" dra
+has "$out" "request gpus: gpu.nvidia.com/gb-1/gpu-0 (class gpu.nvidia.com)" dra
+has "$out" "request gpus: gpu.nvidia.com/gb-1/gpu-1 (class gpu.nvidia.com)" dra
+out=$("$TALLY" explain tests/scenarios/pods-dra-shared-claim/input.yaml pod ns/a2 2>&1)
+has "$out" "(pod claim gpus): allocated before this run" dra-shared  # a2 reuses the claim a1 allocated
+out=$("$TALLY" explain tests/scenarios/pods-dra-first-available/input.yaml pod ns/p2 2>&1)
+has "$out" "request gpus/mig: gpu.nvidia.com/gb-1/mig-0 (class mig.nvidia.com)" dra-first-available
+
 # A Pending Run: every Runtime Pod with its projected load and why it was filtered.
 out=$("$TALLY" explain examples/cluster run default/train-resnet50-c 2>&1)
 has "$out" "phase Pending (InsufficientCapacity)" run
