@@ -19,7 +19,10 @@
 **  3. Each workload: its queue must be usable (else it stays gated:
 **     QueueDoesNotExist, NonLeafQueue, AccountedResourceNotFound); a queue
 **     that is not gated (the predicate of queues.h) admits it at once; a
-**     gang waits until its gated pods can make up minMember; then the
+**     gang waits until its gated pods and its admitted members satisfy it
+**     as the pod engine's gang rule says (gang.h: minMember, or subGroups
+**     and minSubGroup; the pods of a subgroup below its minimum wait while
+**     the PodGroup can run without it); then the
 **     workload's charge (the job-level charge simulate checks: requests,
 **     GPUs at the largest node GPU memory, AccountedResources without node
 **     labels) is checked against every limit, quota and AccountedResource
@@ -59,6 +62,7 @@
 
 #include "tally/arena.h"
 #include "tally/decode.h"
+#include "tally/gang.h"
 #include "tally/gating.h"
 #include "tally/live.h"
 #include "tally/metrics.h"
@@ -178,6 +182,7 @@ typedef struct {
     const tly_pod *pod;
     char *group;             /* "ns/podgroup" or "ns/pod" */
     const tly_podgroup *pg;
+    int32_t sg;              /* its leaf subgroup in pg (tly_gang_subgroup_of), or -1 */
 } cand;
 
 typedef struct {
@@ -311,18 +316,72 @@ static void act(cycle *cy, const workload *w, bool admit, const char *reason, co
     }
 }
 
-/* Members of PodGroup pg (ns) that count as admitted: not terminal and without tally's gate. */
-static uint32_t admitted_members(cycle *cy, const tly_pod *first)
+/*
+** Members of first's PodGroup that count as admitted: not terminal and
+** without tally's gate (or ungated by this replica a moment ago). With
+** count (pg->nsubgroups entries, may be NULL), each is also counted in its
+** leaf subgroup, as the pod engine counts a PodGroup's running pods.
+*/
+static uint32_t admitted_members(cycle *cy, const tly_pod *first, const tly_podgroup *pg, uint32_t *count)
 {
     const char *pgname = tly_kvs_get(&first->meta.annotations, "pod-group-name");
     tly_pod **pods = NULL;
     uint32_t n = tly_live_group_pods(cy->s, first->meta.ns, pgname, &pods), k = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (!tly_pod_terminal(pods[i]) &&
-            (!tly_pod_has_gate(pods[i], TLY_GATE) || find_assumed(cy->g, pods[i])))
-            k++;
+    for (uint32_t i = 0; i < n; i++) {
+        if (tly_pod_terminal(pods[i]) ||
+            (tly_pod_has_gate(pods[i], TLY_GATE) && !find_assumed(cy->g, pods[i])))
+            continue;
+        k++;
+        int32_t sg = count ? tly_gang_subgroup_of(pg, pods[i]) : -1;
+        if (sg >= 0)
+            count[sg]++;
+    }
     free(pods);
     return k;
+}
+
+/*
+** The gang rule, as the pod engine applies it (gang.h): whether w's gated
+** pods together with the members already admitted make the PodGroup
+** satisfied. Without subgroups that is minMember pods. With subgroups,
+** every subgroup and the PodGroup as tly_gang_satisfied says; the pods of a
+** subgroup that cannot run (below its minimum, or under a parent that is)
+** are moved behind the others and *admit is how many may go, the rest
+** waiting, gated, for their subgroup's other pods. False: the whole gang
+** waits, with nothing written, until the rest of its pods exist.
+*/
+static bool gang_ready(cycle *cy, workload *w, const tly_podgroup *pg, uint32_t *admit)
+{
+    *admit = w->n;
+    if (!pg->nsubgroups) {
+        uint32_t min = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
+        uint32_t have = admitted_members(cy, w->c[0].pod, pg, NULL);
+        return have >= min || have + w->n >= min;
+    }
+    uint32_t *count = tly_xcalloc(pg->nsubgroups + 1, sizeof *count);
+    uint8_t *keep = tly_xcalloc(pg->nsubgroups + 1, 1);
+    uint32_t total = admitted_members(cy, w->c[0].pod, pg, count) + w->n;
+    for (uint32_t i = 0; i < w->n; i++)
+        if (w->c[i].sg >= 0)
+            count[w->c[i].sg]++;
+    bool ok = tly_gang_satisfied(pg, count, total, keep, NULL);
+    if (ok) {
+        /* Stable partition: the pods that may run first, in their order. */
+        cand *tmp = tly_xmalloc((w->n + 1) * sizeof *tmp);
+        uint32_t m = 0;
+        for (uint32_t pass = 0; pass < 2; pass++) {
+            for (uint32_t i = 0; i < w->n; i++)
+                if ((w->c[i].sg < 0 || keep[w->c[i].sg]) == (pass == 0))
+                    tmp[m++] = w->c[i];
+            if (pass == 0)
+                *admit = m;
+        }
+        memcpy(w->c, tmp, w->n * sizeof *tmp);
+        free(tmp);
+    }
+    free(count);
+    free(keep);
+    return ok && *admit > 0;
 }
 
 static void decide(cycle *cy, workload *w)
@@ -339,27 +398,34 @@ static void decide(cycle *cy, workload *w)
         act(cy, w, true, NULL, NULL);  /* gated for a queue that is not: ungated unconditionally */
         return;
     }
-    if (pg) {
-        uint32_t min = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
-        uint32_t have = admitted_members(cy, w->c[0].pod);
-        if (have < min && have + w->n < min)
-            return;  /* the gang is not all there yet: it waits, gated, with nothing written */
-    }
-    tly_qcharge sum;
+    uint32_t admit = w->n;
+    if (pg && !gang_ready(cy, w, pg, &admit))
+        return;  /* the gang is not all there yet: it waits, gated, with nothing written */
+    /*
+    ** The job-level check sums every gated pod of the workload, those of a
+    ** subgroup that must wait included, as the pod engine sums a unit's
+    ** pending pods; what is reserved is what is admitted.
+    */
+    tly_qcharge sum, adm;
     memset(&sum, 0, sizeof sum);
+    memset(&adm, 0, sizeof adm);
     bool np = false;
     for (uint32_t i = 0; i < w->n; i++) {
         tly_pod_charge c;
         job_charge(cy, w->c[i].pod, &c);
         np = c.non_preemptible;
         add_charge(cy, &sum, &c);
+        if (i < admit)
+            add_charge(cy, &adm, &c);
     }
     tly_queues_check(cy->qs, (uint32_t)q, &sum, np, true, &v);
     if (v.ok) {
-        tly_queues_reserve(cy->qs, (uint32_t)q, &sum, np);
-        act(cy, w, true, NULL, NULL);
+        workload kept = *w;
+        kept.n = admit;
+        tly_queues_reserve(cy->qs, (uint32_t)q, &adm, np);
+        act(cy, &kept, true, NULL, NULL);
     } else {
-        act(cy, w, false, v.reason, v.message);
+        act(cy, w, false, v.reason, v.message);  /* the whole unit, as simulate holds it */
     }
 }
 
@@ -448,6 +514,7 @@ static cand *collect(cycle *cy, uint32_t *ncand)
             tly_store_pod_queue(cy->s, p, &pg);
             c[k].pod = p;
             c[k].pg = pg;
+            c[k].sg = tly_gang_subgroup_of(pg, p);
             c[k].group = pg ? tly_arena_printf(cy->a, "%s/%s", p->meta.ns, pg->meta.name)
                             : tly_arena_printf(cy->a, "%s/%s\x1f", p->meta.ns, p->meta.name);
             k++;
@@ -491,7 +558,7 @@ static workload *group(cycle *cy, cand *c, uint32_t n, uint32_t *nw)
         for (uint32_t m = i; m < j; m++)
             if (c[m].pod->meta.created < x->created)
                 x->created = c[m].pod->meta.created;
-        x->partial = pg && admitted_members(cy, c[i].pod) > 0;
+        x->partial = pg && admitted_members(cy, c[i].pod, pg, NULL) > 0;
         i = j;
     }
     qsort(w, k, sizeof *w, cmp_workload);

@@ -9,8 +9,10 @@
 #     timestamp, QueueAdmitted True, an Admitted event); the one over it is held with KAI's message,
 #     QueueAdmitted False and exactly one QueueAdmissionHeld event however many cycles run;
 #   - a limit raised with kubectl patch admits the next workload; a freed limit (a pod deleted) too;
-#   - a gang is admitted all together or not at all; a foreign gate is never touched; a queue that
-#     opts out is ungated at once; a pod of a missing queue stays gated (QueueDoesNotExist);
+#   - a gang is admitted all together or not at all, its subGroups and minSubGroup read as simulate
+#     reads them (a subgroup below its minMember holds its pods, and the gang when it is required);
+#     a foreign gate is never touched; a queue that opts out is ungated at once; a pod of a
+#     missing queue stays gated (QueueDoesNotExist);
 #   - an admission cut short (no gate, the admitted timestamp, no condition) is finished once;
 #   - the Reserved bucket expires after --reservation-timeout;
 #   - two replicas: only the lease holder writes; the leader is killed, the other takes over within
@@ -67,6 +69,7 @@ serve() {
 # gates POD: the pod's scheduling gates, comma-separated.
 # The checks read with curl (users act with kubectl): they poll, and a kubectl process each time
 # would cost the suite more CPU than everything else in it.
+GATE=kai.scheduler/queue-admission
 API_URL=$(jq -r .url "$tmp/api/ready.json")
 API_CA=$(jq -r .ca "$tmp/api/ready.json")
 TOKEN=$(jq -r .token "$tmp/api/ready.json")
@@ -194,6 +197,37 @@ sleep 1
   || bad "a gang over the limit is admitted all or nothing: $(gates w1) / $(gates w2)"
 k patch queues.scheduling.run.ai g1 --type merge -p '{"spec":{"resources":{"cpu":{"limit":2000}}}}' >/dev/null
 until_gates w1 "" && until_gates w2 "" && ok || bad "the gang should be admitted together once it fits"
+
+# Subgroups (KAI's hierarchical PodGroups, src/gang.c), read as simulate reads them. "tree": every
+# subgroup is required and "a" needs 3 pods: with 2 of them there the whole gang waits, although
+# its own minMember (2) is met; the third pod admits all four together.
+queue sg1 100000 | k apply -f - >/dev/null
+# podgroup NAME SPEC: a PodGroup of sg1 (SPEC: more of its spec, in flow style).
+podgroup() {
+  printf 'apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: %s, namespace: default}\nspec: {queue: sg1, %s}\n' "$1" "$2"
+}
+podgroup tree 'minMember: 2, subGroups: [{name: a, minMember: 3}, {name: b, minMember: 1}]' | k apply -f - >/dev/null
+podgroup pick 'minSubGroup: 1, subGroups: [{name: one, minMember: 2}, {name: two, minMember: 2}]' | k apply -f - >/dev/null
+# sgpod NAME PODGROUP SUBGROUP: a gated pod of sg1 in that subgroup.
+sgpod() {
+  pod "$1" sg1 0.1 '{name: kai.scheduler/queue-admission}' "pod-group-name: $2" \
+    | sed "s|labels: {kai.scheduler/queue: sg1}|labels: {kai.scheduler/queue: sg1, kai.scheduler/subgroup-name: $3}|"
+}
+{ sgpod ta1 tree a; sgpod ta2 tree a; sgpod tb1 tree b; } | k apply -f - >/dev/null
+# "pick" needs one of its subgroups: "one" is complete and goes; "two" has one pod of its 2 and
+# waits, gated.
+{ sgpod px1 pick one; sgpod px2 pick one; sgpod py1 pick two; } | k apply -f - >/dev/null
+until_gates px1 "" && until_gates px2 "" && ok || bad "pick: subgroup one is complete and should be admitted: $(gates px1) / $(gates px2)"
+sleep 1  # several cycles
+[ "$(gates ta1),$(gates ta2),$(gates tb1)" = "$GATE,$GATE,$GATE" ] && ok \
+  || bad "tree: subgroup a has 2 of its 3 pods, so nothing of the gang may go: $(gates ta1) / $(gates ta2) / $(gates tb1)"
+[ "$(cond ta1)" = "null null" ] && ok || bad "a gang waiting for its pods gets no condition: $(cond ta1)"
+[ "$(gates py1)" = "$GATE" ] && ok || bad "pick: subgroup two is below its minMember and its pod must wait: '$(gates py1)'"
+sgpod ta3 tree a | k apply -f - >/dev/null
+for p in ta1 ta2 ta3 tb1; do until_gates $p "" || break; done
+[ "$(gates ta1)$(gates ta2)$(gates ta3)$(gates tb1)" = "" ] && ok || bad "tree: complete now, all four should be admitted"
+sgpod py2 pick two | k apply -f - >/dev/null
+until_gates py1 "" && until_gates py2 "" && ok || bad "pick: subgroup two is complete now: $(gates py1) / $(gates py2)"
 
 # Two replicas: b follows; a is killed; b takes over and goes on, and nothing is ungated twice.
 serve b
