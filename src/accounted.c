@@ -321,6 +321,24 @@ void tly_acc_match_build(tly_acc_match *m, const tly_queues *qs, const tly_k8s_n
         }
 }
 
+uint32_t tly_acc_node_classes(const tly_acc_match *m, const uint64_t *gpu_mem, uint32_t nnodes, uint32_t *cls)
+{
+    /* Classes are few (GPU models times label sets): a scan of the representatives per node. */
+    uint32_t *rep = tly_xmalloc((nnodes + 1) * sizeof *rep), n = 0;
+    for (uint32_t i = 0; i < nnodes; i++) {
+        const uint8_t *row = m->bits + (size_t)i * m->nsrc;
+        uint32_t c = 0;
+        for (; c < n; c++)
+            if (gpu_mem[rep[c]] == gpu_mem[i] && !memcmp(m->bits + (size_t)rep[c] * m->nsrc, row, m->nsrc))
+                break;
+        if (c == n)
+            rep[n++] = i;
+        cls[i] = c;
+    }
+    free(rep);
+    return n;
+}
+
 void tly_acc_match_free(tly_acc_match *m)
 {
     free(m->bits);

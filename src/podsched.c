@@ -900,21 +900,11 @@ tly_podsched *tly_podsched_create(tly_store *s)
     node_shapes(ps);
     /* Node classes by (GPU memory, AccountedResource match row). */
     ps->node_class = tly_xmalloc((ps->nnodes + 1) * sizeof *ps->node_class);
-    uint32_t *rep = tly_xmalloc((ps->nnodes + 1) * sizeof *rep);
-    for (uint32_t i = 0; i < ps->nnodes; i++) {
-        const uint8_t *row = ps->match.bits + (size_t)i * ps->match.nsrc;
-        uint32_t c = 0;
-        for (; c < ps->nclasses; c++) {
-            uint32_t r = rep[c];
-            if (ps->nodes[r].gpu_mem == ps->nodes[i].gpu_mem &&
-                !memcmp(ps->match.bits + (size_t)r * ps->match.nsrc, row, ps->match.nsrc))
-                break;
-        }
-        if (c == ps->nclasses)
-            rep[ps->nclasses++] = i;
-        ps->node_class[i] = c;
-    }
-    free(rep);
+    uint64_t *mem = tly_xmalloc((ps->nnodes + 1) * sizeof *mem);
+    for (uint32_t i = 0; i < ps->nnodes; i++)
+        mem[i] = ps->nodes[i].gpu_mem;
+    ps->nclasses = tly_acc_node_classes(&ps->match, mem, ps->nnodes, ps->node_class);
+    free(mem);
     /* Per node class, the AccountedResources with a source whose labels hold there. */
     ps->cls_ars_off = tly_xmalloc((ps->nclasses + 1) * sizeof *ps->cls_ars_off);
     ps->cls_ars = tly_xmalloc(((size_t)ps->nclasses * nacc + 1) * sizeof *ps->cls_ars);

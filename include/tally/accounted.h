@@ -67,6 +67,16 @@ void tly_acc_match_build(tly_acc_match *m, const tly_queues *qs, const tly_k8s_n
                          uint32_t nnodes);
 void tly_acc_match_free(tly_acc_match *m);
 /*
+** Node classes by what a placement charges: nodes with the same GPU memory
+** (gpu_mem[i], MiB per device) and the same row of m charge every pod the
+** same, to its queues and its AccountedResources, so a queue verdict holds
+** for the whole class (the pod engine's class cache; the gating
+** controller's check of limits that depend on placement). cls[i] gets node
+** i's class, numbered in the order of each class's first node; returns how
+** many classes there are.
+*/
+uint32_t tly_acc_node_classes(const tly_acc_match *m, const uint64_t *gpu_mem, uint32_t nnodes, uint32_t *cls);
+/*
 ** tly_accounted_charges with node labels already matched (row = node's bits),
 ** for the AccountedResources in idx[0..nidx) only (idx NULL: all); the other
 ** entries of out are not touched.

@@ -19,7 +19,10 @@
 **  3. Each workload: its queue must be usable (else it stays gated:
 **     QueueDoesNotExist, NonLeafQueue, AccountedResourceNotFound); a queue
 **     that is not gated (the predicate of queues.h) admits it at once; a
-**     gang waits until its gated pods can make up minMember; then the
+**     gang waits until its gated pods and its admitted members satisfy it
+**     as the pod engine's gang rule says (gang.h: minMember, or subGroups
+**     and minSubGroup; the pods of a subgroup below its minimum wait while
+**     the PodGroup can run without it); then the
 **     workload's charge (the job-level charge simulate checks: requests,
 **     GPUs at the largest node GPU memory, AccountedResources without node
 **     labels) is checked against every limit, quota and AccountedResource
@@ -59,10 +62,12 @@
 
 #include "tally/arena.h"
 #include "tally/decode.h"
+#include "tally/gang.h"
 #include "tally/gating.h"
 #include "tally/live.h"
 #include "tally/metrics.h"
 #include "tally/nodefit.h"
+#include "tally/placeclass.h"
 #include "tally/podcharge.h"
 #include "tally/queues.h"
 #include "strmap.h"
@@ -178,6 +183,9 @@ typedef struct {
     const tly_pod *pod;
     char *group;             /* "ns/podgroup" or "ns/pod" */
     const tly_podgroup *pg;
+    int32_t sg;              /* its leaf subgroup in pg (tly_gang_subgroup_of), or -1 */
+    tly_pod_charge *jc;      /* its workload-level charge, once decide() has computed it */
+    const tly_qverdict *why; /* refused on every node class it could use (placement_refusals) */
 } cand;
 
 typedef struct {
@@ -206,6 +214,11 @@ typedef struct {
     action *acts;
     size_t nacts, capacts;
     const tly_pod **fin;     /* admissions to finish (admission_unfinished) */
+    cand *cand;              /* the gated pods of the cycle */
+    uint32_t ncand;
+    tly_placeclasses *pc;    /* the node classes, built when first needed */
+    uint64_t *gpu_mem;       /* per node (store order): its GPU memory, MiB */
+    uint32_t nnodes;
     size_t nfin;
     bool (*may_write)(void *ctx);
     void *ctx;
@@ -311,18 +324,168 @@ static void act(cycle *cy, const workload *w, bool admit, const char *reason, co
     }
 }
 
-/* Members of PodGroup pg (ns) that count as admitted: not terminal and without tally's gate. */
-static uint32_t admitted_members(cycle *cy, const tly_pod *first)
+/*
+** Members of first's PodGroup that count as admitted: not terminal and
+** without tally's gate (or ungated by this replica a moment ago). With
+** count (pg->nsubgroups entries, may be NULL), each is also counted in its
+** leaf subgroup, as the pod engine counts a PodGroup's running pods.
+*/
+static uint32_t admitted_members(cycle *cy, const tly_pod *first, const tly_podgroup *pg, uint32_t *count)
 {
     const char *pgname = tly_kvs_get(&first->meta.annotations, "pod-group-name");
     tly_pod **pods = NULL;
     uint32_t n = tly_live_group_pods(cy->s, first->meta.ns, pgname, &pods), k = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (!tly_pod_terminal(pods[i]) &&
-            (!tly_pod_has_gate(pods[i], TLY_GATE) || find_assumed(cy->g, pods[i])))
-            k++;
+    for (uint32_t i = 0; i < n; i++) {
+        if (tly_pod_terminal(pods[i]) ||
+            (tly_pod_has_gate(pods[i], TLY_GATE) && !find_assumed(cy->g, pods[i])))
+            continue;
+        k++;
+        int32_t sg = count ? tly_gang_subgroup_of(pg, pods[i]) : -1;
+        if (sg >= 0)
+            count[sg]++;
+    }
     free(pods);
     return k;
+}
+
+/*
+** The gang rule, as the pod engine applies it (gang.h): whether w's gated
+** pods together with the members already admitted make the PodGroup
+** satisfied. Without subgroups that is minMember pods. With subgroups,
+** every subgroup and the PodGroup as tly_gang_satisfied says; the pods of a
+** subgroup that cannot run (below its minimum, or under a parent that is)
+** are moved behind the others and *admit is how many may go, the rest
+** waiting, gated, for their subgroup's other pods. False: the whole gang
+** waits, with nothing written, until the rest of its pods exist.
+*/
+static bool gang_ready(cycle *cy, workload *w, const tly_podgroup *pg, uint32_t *admit)
+{
+    *admit = w->n;
+    if (!pg->nsubgroups) {
+        uint32_t min = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
+        uint32_t have = admitted_members(cy, w->c[0].pod, pg, NULL);
+        return have >= min || have + w->n >= min;
+    }
+    uint32_t *count = tly_xcalloc(pg->nsubgroups + 1, sizeof *count);
+    uint8_t *keep = tly_xcalloc(pg->nsubgroups + 1, 1);
+    uint32_t total = admitted_members(cy, w->c[0].pod, pg, count) + w->n;
+    for (uint32_t i = 0; i < w->n; i++)
+        if (w->c[i].sg >= 0)
+            count[w->c[i].sg]++;
+    bool ok = tly_gang_satisfied(pg, count, total, keep, NULL);
+    if (ok) {
+        /* Stable partition: the pods that may run first, in their order. */
+        cand *tmp = tly_xmalloc((w->n + 1) * sizeof *tmp);
+        uint32_t m = 0;
+        for (uint32_t pass = 0; pass < 2; pass++) {
+            for (uint32_t i = 0; i < w->n; i++)
+                if ((w->c[i].sg < 0 || keep[w->c[i].sg]) == (pass == 0))
+                    tmp[m++] = w->c[i];
+            if (pass == 0)
+                *admit = m;
+        }
+        memcpy(w->c, tmp, w->n * sizeof *tmp);
+        free(tmp);
+    }
+    free(count);
+    free(keep);
+    return ok && *admit > 0;
+}
+
+/* dst = a copy of src (its storage, in the cycle's arena, not shared). */
+static void copy_charge(cycle *cy, tly_qcharge *dst, const tly_qcharge *src)
+{
+    uint32_t nacc = tly_queues_naccres(cy->qs);
+    *dst = *src;
+    dst->accounted = tly_arena_zalloc(cy->a, (nacc + 1) * sizeof *dst->accounted);
+    if (src->accounted)
+        memcpy(dst->accounted, src->accounted, nacc * sizeof *dst->accounted);
+}
+
+/*
+** The limits that depend on placement (contract section 3), for the first
+** n pods of w, which passed the workload-level check: each pod's charge on
+** each node class it could use (placeclass.h), on top of the queues as they
+** stand (Reserved included) and the workload-level charges of the pods of
+** w accepted before it, as the pod engine checks a pod on a node after the
+** gang's earlier pods. A pod refused on every class it could use is held by
+** queue policy: no node that could be added would run it (its verdict, the
+** refusal on the first such node in name order, goes to c[i].why). A pod
+** that some class accepts goes to the scheduler, which applies the limit
+** where it binds the pod; so does a pod no node takes statically (a
+** node-fit failure). Returns how many pods were refused.
+*/
+static uint32_t placement_refusals(cycle *cy, workload *w, uint32_t n, uint32_t q, bool np)
+{
+    if (!cy->pc) {
+        if (!tly_placement_matters(cy->qs, cy->gpu_mem, cy->nnodes))
+            return 0;
+        const tly_pod **pods = tly_xmalloc((cy->ncand + 1) * sizeof *pods);
+        for (uint32_t i = 0; i < cy->ncand; i++)
+            pods[i] = cy->cand[i].pod;
+        cy->pc = tly_placeclasses_create(cy->s, cy->qs, cy->gpu_mem, pods, cy->ncand);
+        free(pods);
+    }
+    tly_qcharge before;
+    memset(&before, 0, sizeof before);
+    uint32_t refused = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        cand *c = &w->c[i];
+        const tly_k8s_node *const *nodes;
+        uint32_t ncls = tly_placeclasses_for(cy->pc, c->pod, &nodes);
+        tly_qverdict first = {.ok = ncls == 0};
+        for (uint32_t k = 0; k < ncls && !first.ok; k++) {
+            tly_pod_charge pc;
+            tly_pod_charge_compute(cy->s, cy->qs, c->pod, nodes[k], cy->max_mem, cy->a, &pc);
+            tly_qcharge sum;
+            copy_charge(cy, &sum, &before);
+            add_charge(cy, &sum, &pc);
+            tly_qverdict v;
+            memset(&v, 0, sizeof v);
+            tly_queues_check(cy->qs, q, &sum, np, true, &v);
+            if (v.ok || k == 0)
+                first = v;
+        }
+        if (first.ok) {
+            add_charge(cy, &before, c->jc);
+            continue;
+        }
+        tly_qverdict *keep = tly_arena_alloc(cy->a, sizeof *keep);
+        *keep = first;
+        c->why = keep;
+        refused++;
+    }
+    return refused;
+}
+
+/* w's pods c[0..n) reordered so that those with why == NULL come first (stable); returns how many. */
+static uint32_t accepted_first(workload *w)
+{
+    cand *tmp = tly_xmalloc((w->n + 1) * sizeof *tmp);
+    uint32_t m = 0, ok = 0;
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < w->n; i++)
+            if (!w->c[i].why == (pass == 0))
+                tmp[m++] = w->c[i];
+        if (pass == 0)
+            ok = m;
+    }
+    memcpy(w->c, tmp, w->n * sizeof *tmp);
+    free(tmp);
+    return ok;
+}
+
+/* Admits w's first n pods, reserving their workload-level charges. */
+static void admit_pods(cycle *cy, const workload *w, uint32_t n, uint32_t q, bool np)
+{
+    tly_qcharge adm;
+    memset(&adm, 0, sizeof adm);
+    for (uint32_t i = 0; i < n; i++)
+        add_charge(cy, &adm, w->c[i].jc);
+    workload kept = *w;
+    kept.n = n;
+    tly_queues_reserve(cy->qs, q, &adm, np);
+    act(cy, &kept, true, NULL, NULL);
 }
 
 static void decide(cycle *cy, workload *w)
@@ -339,28 +502,65 @@ static void decide(cycle *cy, workload *w)
         act(cy, w, true, NULL, NULL);  /* gated for a queue that is not: ungated unconditionally */
         return;
     }
-    if (pg) {
-        uint32_t min = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
-        uint32_t have = admitted_members(cy, w->c[0].pod);
-        if (have < min && have + w->n < min)
-            return;  /* the gang is not all there yet: it waits, gated, with nothing written */
-    }
+    uint32_t admit = w->n;
+    if (pg && !gang_ready(cy, w, pg, &admit))
+        return;  /* the gang is not all there yet: it waits, gated, with nothing written */
+    /*
+    ** The job-level check sums every gated pod of the workload, those of a
+    ** subgroup that must wait included, as the pod engine sums a unit's
+    ** pending pods; what is reserved is what is admitted.
+    */
     tly_qcharge sum;
     memset(&sum, 0, sizeof sum);
     bool np = false;
     for (uint32_t i = 0; i < w->n; i++) {
-        tly_pod_charge c;
-        job_charge(cy, w->c[i].pod, &c);
-        np = c.non_preemptible;
-        add_charge(cy, &sum, &c);
+        w->c[i].jc = tly_arena_alloc(cy->a, sizeof *w->c[i].jc);
+        w->c[i].why = NULL;
+        job_charge(cy, w->c[i].pod, w->c[i].jc);
+        np = w->c[i].jc->non_preemptible;
+        add_charge(cy, &sum, w->c[i].jc);
     }
     tly_queues_check(cy->qs, (uint32_t)q, &sum, np, true, &v);
-    if (v.ok) {
-        tly_queues_reserve(cy->qs, (uint32_t)q, &sum, np);
-        act(cy, w, true, NULL, NULL);
-    } else {
-        act(cy, w, false, v.reason, v.message);
+    if (!v.ok) {
+        act(cy, w, false, v.reason, v.message);  /* the whole unit, as simulate holds it */
+        return;
     }
+    if (!placement_refusals(cy, w, admit, (uint32_t)q, np)) {
+        admit_pods(cy, w, admit, (uint32_t)q, np);
+        return;
+    }
+    /*
+    ** Some pods are refused wherever they could go. A single pod is held. A
+    ** gang is decided again without them, as the pod engine's gang goes on
+    ** with the pods it could place: if it still holds, the rest are admitted
+    ** and the refused pods held one by one; else the whole gang is held.
+    */
+    uint32_t ok = accepted_first(w), again = 0;
+    workload rest = *w;
+    rest.n = ok;
+    const tly_qverdict *why = w->c[ok].why;
+    if (pg && ok > 0 && gang_ready(cy, &rest, pg, &again)) {
+        admit_pods(cy, &rest, again, (uint32_t)q, np);
+        for (uint32_t i = ok; i < w->n; i++) {
+            workload one = *w;
+            one.c = &w->c[i];
+            one.n = 1;
+            act(cy, &one, false, w->c[i].why->reason, w->c[i].why->message);
+        }
+        return;
+    }
+    /* The pod engine's sentence for a gang short of pods, then the limit's. */
+    const char *msg = why->message ? why->message : "", *pre = "";
+    if (pg && !pg->nsubgroups) {
+        uint32_t min = pg->min_member > 0 ? (uint32_t)pg->min_member : 1;
+        uint32_t have = admitted_members(cy, w->c[0].pod, pg, NULL);
+        pre = tly_arena_printf(cy->a, "PodGroup %s needs %u pods placed together; only %u fit. ", pg->meta.name,
+                               min > have ? min - have : 1, ok);
+    } else if (pg) {
+        pre = tly_arena_printf(cy->a, "PodGroup %s cannot run without the pods its queue's limits refuse on every node they could use. ",
+                               pg->meta.name);
+    }
+    act(cy, w, false, why->reason, *pre ? tly_arena_printf(cy->a, "%s%s", pre, msg) : msg);
 }
 
 static int cmp_cand(const void *pa, const void *pb)
@@ -387,16 +587,21 @@ static int cmp_workload(const void *pa, const void *pb)
     return c ? c : strcmp(a->c[0].pod->meta.name, b->c[0].pod->meta.name);
 }
 
-/* The largest node GPU memory, as the job-level check charges gpu-memory pods. */
-static uint64_t max_gpu_mem(tly_store *s)
+/*
+** Each node's GPU memory into cy->gpu_mem, read once a cycle (a label
+** lookup per node), and the largest, as the job-level check charges
+** gpu-memory pods.
+*/
+static void read_gpu_mem(cycle *cy)
 {
-    uint64_t best = 0;
-    for (uint32_t i = 0; i < tly_store_count(s, TLY_K_NODE); i++) {
-        uint64_t m = tly_node_gpu_memory_mib(tly_store_at(s, TLY_K_NODE, i));
-        if (m > best)
-            best = m;
+    cy->nnodes = tly_store_count(cy->s, TLY_K_NODE);
+    cy->gpu_mem = tly_xmalloc((cy->nnodes + 1) * sizeof *cy->gpu_mem);
+    cy->max_mem = 0;
+    for (uint32_t i = 0; i < cy->nnodes; i++) {
+        cy->gpu_mem[i] = tly_node_gpu_memory_mib(tly_store_at(cy->s, TLY_K_NODE, i));
+        if (cy->gpu_mem[i] > cy->max_mem)
+            cy->max_mem = cy->gpu_mem[i];
     }
-    return best;
 }
 
 /* Drops the assumptions the fork has caught up with (or that are too old to trust). */
@@ -448,6 +653,9 @@ static cand *collect(cycle *cy, uint32_t *ncand)
             tly_store_pod_queue(cy->s, p, &pg);
             c[k].pod = p;
             c[k].pg = pg;
+            c[k].sg = tly_gang_subgroup_of(pg, p);
+            c[k].jc = NULL;
+            c[k].why = NULL;
             c[k].group = pg ? tly_arena_printf(cy->a, "%s/%s", p->meta.ns, pg->meta.name)
                             : tly_arena_printf(cy->a, "%s/%s\x1f", p->meta.ns, p->meta.name);
             k++;
@@ -491,7 +699,7 @@ static workload *group(cycle *cy, cand *c, uint32_t n, uint32_t *nw)
         for (uint32_t m = i; m < j; m++)
             if (c[m].pod->meta.created < x->created)
                 x->created = c[m].pod->meta.created;
-        x->partial = pg && admitted_members(cy, c[i].pod) > 0;
+        x->partial = pg && admitted_members(cy, c[i].pod, pg, NULL) > 0;
         i = j;
     }
     qsort(w, k, sizeof *w, cmp_workload);
@@ -705,10 +913,12 @@ bool tly_gatectl_cycle(tly_gatectl *g, tly_store *fork, bool (*may_write)(void *
     if (!cy.qs)
         return false;
     cy.a = tly_arena_create(64 * 1024);
-    cy.max_mem = max_gpu_mem(fork);
+    read_gpu_mem(&cy);
     prune_assumed(g, fork, cy.now);
     uint32_t ncand, nw;
     cand *c = collect(&cy, &ncand);
+    cy.cand = c;
+    cy.ncand = ncand;
     workload *w = group(&cy, c, ncand, &nw);
     for (uint32_t i = 0; i < nw; i++)
         decide(&cy, &w[i]);
@@ -733,6 +943,8 @@ bool tly_gatectl_cycle(tly_gatectl *g, tly_store *fork, bool (*may_write)(void *
     free(cy.fin);
     free(w);
     free(c);
+    tly_placeclasses_destroy(cy.pc);
+    free(cy.gpu_mem);
     tly_queues_destroy(cy.qs);
     tly_arena_destroy(cy.a);
     return changed;

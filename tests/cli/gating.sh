@@ -9,10 +9,14 @@
 #     timestamp, QueueAdmitted True, an Admitted event); the one over it is held with KAI's message,
 #     QueueAdmitted False and exactly one QueueAdmissionHeld event however many cycles run;
 #   - a limit raised with kubectl patch admits the next workload; a freed limit (a pod deleted) too;
-#   - a gang is admitted all together or not at all; a foreign gate is never touched; a queue that
-#     opts out is ungated at once; a pod of a missing queue stays gated (QueueDoesNotExist);
+#   - a gang is admitted all together or not at all, its subGroups and minSubGroup read as simulate
+#     reads them (a subgroup below its minMember holds its pods, and the gang when it is required);
+#     a foreign gate is never touched; a queue that opts out is ungated at once; a pod of a
+#     missing queue stays gated (QueueDoesNotExist);
 #   - an admission cut short (no gate, the admitted timestamp, no condition) is finished once;
 #   - the Reserved bucket expires after --reservation-timeout;
+#   - a limit that depends on placement holds a pod only where it binds on every node class the pod
+#     could use, as `tally simulate` says on the same objects (compared pod by pod);
 #   - two replicas: only the lease holder writes; the leader is killed, the other takes over within
 #     lease duration + 2 x retry period, and no gate is removed twice (one Admitted event per pod).
 # Every wait is bounded; every process is killed on exit.
@@ -67,6 +71,7 @@ serve() {
 # gates POD: the pod's scheduling gates, comma-separated.
 # The checks read with curl (users act with kubectl): they poll, and a kubectl process each time
 # would cost the suite more CPU than everything else in it.
+GATE=kai.scheduler/queue-admission
 API_URL=$(jq -r .url "$tmp/api/ready.json")
 API_CA=$(jq -r .ca "$tmp/api/ready.json")
 TOKEN=$(jq -r .token "$tmp/api/ready.json")
@@ -195,6 +200,37 @@ sleep 1
 k patch queues.scheduling.run.ai g1 --type merge -p '{"spec":{"resources":{"cpu":{"limit":2000}}}}' >/dev/null
 until_gates w1 "" && until_gates w2 "" && ok || bad "the gang should be admitted together once it fits"
 
+# Subgroups (KAI's hierarchical PodGroups, src/gang.c), read as simulate reads them. "tree": every
+# subgroup is required and "a" needs 3 pods: with 2 of them there the whole gang waits, although
+# its own minMember (2) is met; the third pod admits all four together.
+queue sg1 100000 | k apply -f - >/dev/null
+# podgroup NAME SPEC: a PodGroup of sg1 (SPEC: more of its spec, in flow style).
+podgroup() {
+  printf 'apiVersion: scheduling.run.ai/v2alpha2\nkind: PodGroup\nmetadata: {name: %s, namespace: default}\nspec: {queue: sg1, %s}\n' "$1" "$2"
+}
+podgroup tree 'minMember: 2, subGroups: [{name: a, minMember: 3}, {name: b, minMember: 1}]' | k apply -f - >/dev/null
+podgroup pick 'minSubGroup: 1, subGroups: [{name: one, minMember: 2}, {name: two, minMember: 2}]' | k apply -f - >/dev/null
+# sgpod NAME PODGROUP SUBGROUP: a gated pod of sg1 in that subgroup.
+sgpod() {
+  pod "$1" sg1 0.1 '{name: kai.scheduler/queue-admission}' "pod-group-name: $2" \
+    | sed "s|labels: {kai.scheduler/queue: sg1}|labels: {kai.scheduler/queue: sg1, kai.scheduler/subgroup-name: $3}|"
+}
+{ sgpod ta1 tree a; sgpod ta2 tree a; sgpod tb1 tree b; } | k apply -f - >/dev/null
+# "pick" needs one of its subgroups: "one" is complete and goes; "two" has one pod of its 2 and
+# waits, gated.
+{ sgpod px1 pick one; sgpod px2 pick one; sgpod py1 pick two; } | k apply -f - >/dev/null
+until_gates px1 "" && until_gates px2 "" && ok || bad "pick: subgroup one is complete and should be admitted: $(gates px1) / $(gates px2)"
+sleep 1  # several cycles
+[ "$(gates ta1),$(gates ta2),$(gates tb1)" = "$GATE,$GATE,$GATE" ] && ok \
+  || bad "tree: subgroup a has 2 of its 3 pods, so nothing of the gang may go: $(gates ta1) / $(gates ta2) / $(gates tb1)"
+[ "$(cond ta1)" = "null null" ] && ok || bad "a gang waiting for its pods gets no condition: $(cond ta1)"
+[ "$(gates py1)" = "$GATE" ] && ok || bad "pick: subgroup two is below its minMember and its pod must wait: '$(gates py1)'"
+sgpod ta3 tree a | k apply -f - >/dev/null
+for p in ta1 ta2 ta3 tb1; do until_gates $p "" || break; done
+[ "$(gates ta1)$(gates ta2)$(gates ta3)$(gates tb1)" = "" ] && ok || bad "tree: complete now, all four should be admitted"
+sgpod py2 pick two | k apply -f - >/dev/null
+until_gates py1 "" && until_gates py2 "" && ok || bad "pick: subgroup two is complete now: $(gates py1) / $(gates py2)"
+
 # Two replicas: b follows; a is killed; b takes over and goes on, and nothing is ungated twice.
 serve b
 sleep 1
@@ -227,6 +263,85 @@ sleep 1
 [ "$(gates r-second)" = kai.scheduler/queue-admission ] && ok || bad "r-first's reservation should hold r-second back"
 for _ in $(seq 150); do [ "$(gates r-second)" = "" ] && break; sleep 0.1; done
 [ "$(gates r-second)" = "" ] && ok || bad "after the reservation timeout r-second should be admitted"
+
+# A limit that depends on placement (an AccountedResource on node labels), decided by the controller
+# as simulate decides it (contract section 3), and compared with `tally simulate` on the same
+# objects. Queue pl may use 4 H200 GPUs and uses 4 (pl-run on h200-1); h200-1 and a100-1 have room.
+#   pl-h200  selects H200: the limit binds on every node it could use -> Gated, OverLimit;
+#   pl-any   no selector: an A100 spares it -> not queue policy, ungated (simulate binds it);
+#   pl-full  only the nodes of pool "full" (h200-2, and a100-2 whose GPU is taken): the limit binds
+#            on h200-2 and a100-2 has no room -> Unschedulable in simulate, ungated here.
+kapply() { echo "$1" | k apply -f - >/dev/null; }
+put() { curl -sf --cacert "$API_CA" -H "Authorization: Bearer $TOKEN" -X POST -H 'Content-Type: application/json' \
+  "$API_URL/_test/put" -d "{\"object\":$1}" >/dev/null; }
+# node NAME PRODUCT MIB GPUS [POOL]
+node() {
+  local taint='' label=''
+  [ -n "${5:-}" ] && taint=",\"spec\":{\"taints\":[{\"key\":\"pool\",\"value\":\"$5\",\"effect\":\"NoSchedule\"}]}" \
+    && label=",\"pool\":\"$5\""
+  put "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$1\",\"labels\":{\"nvidia.com/gpu.product\":\"$2\",\"nvidia.com/gpu.memory\":\"$3\"$label}}$taint,\"status\":{\"allocatable\":{\"cpu\":\"64\",\"memory\":\"256Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"$4\"},\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}"
+}
+# gpupod NAME QUEUE GPUS NODE|"" [SELECTOR-JSON] [TOLERATIONS-JSON]: a pod running on NODE, stored
+# as a kubelet leaves it; else a gated one, created with kubectl (the server defaults it, or the
+# ungate patch would be refused as a change of the defaulted fields).
+gpupod() {
+  local bind='' gate=',"schedulingGates":[{"name":"kai.scheduler/queue-admission"}]' phase=Pending how=put
+  [ -n "$4" ] && bind=",\"nodeName\":\"$4\"" && gate='' && phase=Running
+  [ -z "$4" ] && how=kapply
+  $how "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$1\",\"namespace\":\"default\",\"labels\":{\"kai.scheduler/queue\":\"$2\"}},\"spec\":{\"schedulerName\":\"kai-scheduler\"$bind$gate,\"nodeSelector\":${5:-{\}},\"tolerations\":${6:-[]},\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"$3\"},\"limits\":{\"nvidia.com/gpu\":\"$3\"}}}]},\"status\":{\"phase\":\"$phase\"}}"
+}
+cat <<EOF | k apply -f - >/dev/null
+apiVersion: scheduling.run.ai/v1alpha1
+kind: AccountedResource
+metadata: {name: gpu-h200}
+spec:
+  defaults: {limit: '-1'}
+  sources: [{resourceName: nvidia.com/gpu, match: {nodeLabels: {nvidia.com/gpu.product: H200}}}]
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata:
+  name: pl
+  labels: {kai.scheduler/queue-admission-gating: "true"}
+spec:
+  resources:
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
+    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+  accountedResources: [{resourceRef: gpu-h200, limit: '4'}]
+EOF
+node h200-1 H200 143771 8
+node a100-1 A100-SXM4-80GB 81920 8
+node h200-2 H200 143771 8 full
+node a100-2 A100-SXM4-80GB 81920 1 full
+full_sel='{"pool":"full"}'
+full_tol='[{"key":"pool","value":"full","effect":"NoSchedule"}]'
+gpupod pl-run pl 4 h200-1
+gpupod other-run r1 1 a100-2 "$full_sel" "$full_tol"
+sleep 0.5  # the running pods first: the controller must see the limit used
+gpupod pl-h200 pl 1 '' '{"nvidia.com/gpu.product":"H200"}'
+gpupod pl-any pl 1 ''
+gpupod pl-full pl 1 '' "$full_sel" "$full_tol"
+until_gates pl-any "" && ok || bad "pl-any: an A100 is spared by the gpu-h200 limit, so it should be ungated: '$(gates pl-any)'"
+until_gates pl-full "" && ok || bad "pl-full: the limit spares a100-2, which is only full, so it should be ungated: '$(gates pl-full)'"
+for _ in $(seq 30); do [ "$(cond pl-h200)" = "False OverLimit" ] && break; sleep 0.1; done
+[ "$(gates pl-h200),$(cond pl-h200)" = "$GATE,False OverLimit" ] && ok \
+  || bad "pl-h200: gpu-h200 binds on every node it could use, so it should stay gated: '$(gates pl-h200)', $(cond pl-h200)"
+# simulate on the same objects: each pod's gate and condition against simulate's state and reason.
+"$TALLY" simulate --kubeconfig "$KC" -o json >"$tmp/sim.json" 2>"$tmp/sim.err" || bad "simulate --kubeconfig: $(cat "$tmp/sim.err")"
+for p in pl-h200 pl-any pl-full; do
+  want=$(jq -r --arg p "$p" '.pods[] | select(.name == $p) | "\(.state) \(.reason)"' "$tmp/sim.json")
+  case "$want" in
+    "Gated OverLimit") [ "$(gates $p),$(cond $p)" = "$GATE,False OverLimit" ] ;;
+    Bound*|Unschedulable*) [ "$(gates $p)" = "" ] ;;
+    *) false ;;
+  esac && ok || bad "$p: simulate says '$want', the controller left gates '$(gates $p)' and $(cond $p)"
+done
+[ "$(jq -r '.pods[] | select(.name == "pl-full") | .state' "$tmp/sim.json")" = Unschedulable ] && ok \
+  || bad "the case meant: simulate should find pl-full Unschedulable: $(jq -c '.pods[] | select(.name == "pl-full")' "$tmp/sim.json")"
+simmsg=$(jq -r '.pods[] | select(.name == "pl-h200") | .message' "$tmp/sim.json")
+ctlmsg=$(get pods/pl-h200 | jq -r '.status.conditions[] | select(.type == "QueueAdmitted") | .message')
+[ "$ctlmsg" = "$simmsg" ] && ok || bad "pl-h200's message: the controller's '$ctlmsg', simulate's '$simmsg'"
 
 echo "gating.sh: $pass passed, $fail failed"
 [ $fail -eq 0 ]
