@@ -3,17 +3,18 @@
 **
 **   bench-live PODS EVENTS [FORKS]
 **   bench-live --webhook PODS EVENTS_PER_S REVIEWS_PER_S SECONDS
+**   bench-live --pod I      prints pod I of the stream (to see what is measured)
 **
-** Builds a cluster of PODS running pods (about 4 KB of JSON each, as the API
-** server sends a pod: labels, annotations, owner references, two
-** containers with requests and limits, status with conditions and container
-** statuses) on PODS/50 GPU nodes in 100 queues, applied as ADDED events.
-** Then applies EVENTS watch events of the three common kinds, in turn: a
-** bind (a pending pod gets its node and Running), a phase change (Running ->
-** Succeeded, which releases the pod's charge), a resize status (the
-** kubelet's new container resources). Each event's JSON is written before
-** the clock starts; what is timed is what the reflector does per event:
-** parse the bytes, decode, apply (objects, indexes, ledger). Meanwhile FORKS
+** Builds a cluster of PODS running pods (about 4 KB of compact JSON each, as
+** the API server sends a pod, managedFields included: pod_json) on PODS/50
+** GPU nodes in 100 queues, applied as ADDED events. Then applies EVENTS
+** watch events of the three common kinds, in turn: a bind (a pending pod
+** gets its node and Running), a phase change (Running -> Succeeded, which
+** releases the pod's charge), a resize status (the kubelet's new container
+** resources). Each event's JSON ({"type":"MODIFIED","object":{...}} and a
+** newline) is written before the clock starts; what is timed is what the
+** reflector does per event: the framer finds the event in the stream, then
+** parse, decode, apply (objects, indexes, ledger). Meanwhile FORKS
 ** forks are taken at even intervals and held for the next interval, so the
 ** writer pays its copy-on-write as it would with webhooks reading.
 **
@@ -45,63 +46,104 @@
 
 #include "bench.h"
 #include "tally/arena.h"
+#include "tally/kube.h"
 #include "tally/live.h"
 #include "tally/node.h"
 
 #define NODES_PER 50
 #define QUEUES 100
 
+/*
+** One pod as the API server sends it for a Job's worker on a GPU node, about
+** 4 KB of compact JSON (issue 13's size): metadata with labels, annotations,
+** an owner reference and the managedFields of its two writers (the Job
+** controller and the kubelet, as server-side field sets with escaped keys),
+** a spec with two containers (command, args, env, ports, volume mounts,
+** requests and limits), volumes, tolerations and the defaults the API server
+** fills in, and a status with five conditions and a container status per
+** container. phase: 0 Pending, 1 Running, 2 Succeeded; node: its nodeName
+** (NULL: none); cpu_status: the kubelet's actuated cpu after a resize (0:
+** no resources in the status).
+*/
 static size_t pod_json(char *buf, size_t n, long i, int phase, const char *node, int cpu_status)
 {
     static const char *const phases[] = {"Pending", "Running", "Succeeded"};
-    char nodefield[64] = "", status[512] = "";
+    char nodefield[64] = "", res[256] = "";
     if (node)
         snprintf(nodefield, sizeof nodefield, "\"nodeName\":\"%s\",", node);
     if (cpu_status)
-        snprintf(status, sizeof status,
-                 ",\"containerStatuses\":[{\"name\":\"main\",\"ready\":true,\"restartCount\":0,"
-                 "\"image\":\"registry.example/train:1\",\"imageID\":\"registry.example/train@sha256:0\","
-                 "\"containerID\":\"containerd://%08lx\",\"started\":true,\"resources\":{\"requests\":"
-                 "{\"cpu\":\"%d\",\"memory\":\"16Gi\"}},\"allocatedResources\":{\"cpu\":\"%d\","
-                 "\"memory\":\"16Gi\"},\"state\":{\"running\":{\"startedAt\":\"2026-11-30T10:00:05Z\"}}}]",
-                 i, cpu_status, cpu_status);
+        snprintf(res, sizeof res,
+                 "\"resources\":{\"requests\":{\"cpu\":\"%d\",\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"1\"},"
+                 "\"limits\":{\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"1\"}},\"allocatedResources\":"
+                 "{\"cpu\":\"%d\",\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"1\"},",
+                 cpu_status, cpu_status);
+    long q = i % QUEUES, job = i / 8, rank = i % 8;
     return (size_t)snprintf(
         buf, n,
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-%06ld-worker-%ld\","
+        "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"train-%06ld-worker-%ld\","
         "\"generateName\":\"train-%06ld-worker-\",\"namespace\":\"team-%02ld\",\"uid\":"
         "\"6b1f0c9e-%04lx-4c2a-9f3e-%012lx\",\"resourceVersion\":\"%ld\",\"creationTimestamp\":"
         "\"2026-11-30T10:00:00Z\",\"labels\":{\"app\":\"train\",\"kai.scheduler/queue\":\"q%02ld\","
         "\"batch.kubernetes.io/job-name\":\"train-%06ld\",\"batch.kubernetes.io/controller-uid\":"
-        "\"a860ea7d-5227-4ce1-80f5-%012lx\",\"controller-uid\":\"a860ea7d-5227-4ce1-80f5-%012lx\","
-        "\"job-name\":\"train-%06ld\",\"team\":\"team-%02ld\"},\"annotations\":{\"gpu-compute\":\"50\","
-        "\"kubectl.kubernetes.io/default-container\":\"main\",\"prometheus.io/scrape\":\"true\","
-        "\"prometheus.io/port\":\"9090\"},\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+        "\"a860ea7d-5227-4ce1-80f5-%012lx\",\"batch.kubernetes.io/job-completion-index\":\"%ld\","
+        "\"team\":\"team-%02ld\"},\"annotations\":{\"gpu-compute\":\"50\","
+        "\"batch.kubernetes.io/job-completion-index\":\"%ld\","
+        "\"kubectl.kubernetes.io/default-container\":\"main\"},\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
         "\"kind\":\"Job\",\"name\":\"train-%06ld\",\"uid\":\"a860ea7d-5227-4ce1-80f5-%012lx\","
-        "\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"schedulerName\":\"kai-scheduler\","
-        "%s\"priorityClassName\":\"train\",\"restartPolicy\":\"Never\",\"serviceAccountName\":\"default\","
-        "\"terminationGracePeriodSeconds\":30,\"dnsPolicy\":\"ClusterFirst\",\"tolerations\":[{\"key\":"
+        "\"controller\":true,\"blockOwnerDeletion\":true}],\"managedFields\":[{\"manager\":"
+        "\"kube-controller-manager\",\"operation\":\"Update\",\"apiVersion\":\"v1\",\"time\":"
+        "\"2026-11-30T10:00:00Z\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{"
+        "\"f:annotations\":{},\"f:generateName\":{},"
+        "\"f:labels\":{\".\":{},\"f:app\":{},\"f:job-name\":{}},\"f:ownerReferences\":{\".\":{},"
+        "\"k:{\\\"uid\\\":\\\"a860ea7d-5227-4ce1-80f5-%012lx\\\"}\":{}}},\"f:spec\":{\"f:containers\":{"
+        "\"k:{\\\"name\\\":\\\"main\\\"}\":{\".\":{},\"f:env\":{},\"f:image\":{},"
+        "\"f:name\":{},\"f:resources\":{}},\"k:{\\\"name\\\":\\\"sidecar\\\"}\":{\".\":{},"
+        "\"f:image\":{},\"f:name\":{},\"f:resources\":{}}},\"f:schedulerName\":{},"
+        "\"f:volumes\":{}}}},"
+        "{\"manager\":\"kubelet\",\"operation\":\"Update\",\"apiVersion\":\"v1\",\"time\":"
+        "\"2026-11-30T10:00:06Z\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:status\":{"
+        "\"f:conditions\":{},"
+        "\"f:containerStatuses\":{},"
+        "\"f:hostIP\":{},\"f:phase\":{},\"f:podIP\":{},\"f:podIPs\":{},\"f:startTime\":{}}},"
+        "\"subresource\":\"status\"}]},"
+        "\"spec\":{\"volumes\":[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":"
+        "\"data-%06ld\"}},{\"name\":\"kube-api-access\",\"projected\":{\"sources\":[{"
+        "\"serviceAccountToken\":{\"expirationSeconds\":3607,\"path\":\"token\"}}],"
+        "\"defaultMode\":420}}],\"containers\":[{\"name\":\"main\",\"image\":\"registry.example/train:1\","
+        "\"command\":[\"python\",\"-m\",\"train\"],\"args\":[\"--epochs=10\",\"--batch-size=64\"],"
+        "\"env\":[{\"name\":\"RANK\",\"value\":\"%ld\"},{\"name\":\"WORLD_SIZE\",\"value\":\"8\"},"
+        "{\"name\":\"MASTER_PORT\",\"value\":\"29500\"}],\"resources\":{\"limits\":{\"memory\":\"16Gi\","
+        "\"nvidia.com/gpu\":\"1\"},\"requests\":{\"cpu\":\"%ld\",\"memory\":\"16Gi\",\"nvidia.com/gpu\":"
+        "\"1\"}},\"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/data\"},{\"name\":"
+        "\"kube-api-access\",\"readOnly\":true,\"mountPath\":\"/var/run/secrets/kubernetes.io/serviceaccount\"}],"
+        "\"imagePullPolicy\":\"IfNotPresent\"},{\"name\":\"sidecar\",\"image\":\"registry.example/log:2\","
+        "\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":\"128Mi\"}},\"imagePullPolicy\":\"IfNotPresent\"}],"
+        "\"restartPolicy\":\"Never\",\"terminationGracePeriodSeconds\":30,"
+        "\"dnsPolicy\":\"ClusterFirst\",\"serviceAccountName\":\"default\","
+        "%s\"securityContext\":{},\"schedulerName\":\"kai-scheduler\",\"tolerations\":[{\"key\":"
         "\"nvidia.com/gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"},{\"key\":"
         "\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\","
-        "\"tolerationSeconds\":300}],\"containers\":[{\"name\":\"main\",\"image\":"
-        "\"registry.example/train:1\",\"command\":[\"python\",\"-m\",\"train\"],\"args\":["
-        "\"--epochs=10\",\"--batch-size=64\"],\"env\":[{\"name\":\"RANK\",\"value\":\"%ld\"},{\"name\":"
-        "\"WORLD_SIZE\",\"value\":\"8\"}],\"resources\":{\"requests\":{\"cpu\":\"%ld\",\"memory\":"
-        "\"16Gi\",\"nvidia.com/gpu\":\"1\"},\"limits\":{\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"1\"}},"
-        "\"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/data\"},{\"name\":\"kube-api-access\","
-        "\"mountPath\":\"/var/run/secrets/kubernetes.io/serviceaccount\",\"readOnly\":true}]},{\"name\":"
-        "\"sidecar\",\"image\":\"registry.example/log:2\",\"resources\":{\"requests\":{\"cpu\":\"100m\","
-        "\"memory\":\"128Mi\"}}}],\"volumes\":[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":"
-        "\"data-%06ld\"}},{\"name\":\"kube-api-access\",\"projected\":{\"defaultMode\":420,\"sources\":"
-        "[{\"serviceAccountToken\":{\"expirationSeconds\":3607,\"path\":\"token\"}}]}}]},"
-        "\"status\":{\"phase\":\"%s\",\"qosClass\":\"Burstable\",\"hostIP\":\"10.0.%ld.%ld\","
-        "\"podIP\":\"10.244.%ld.%ld\",\"startTime\":\"2026-11-30T10:00:02Z\",\"conditions\":["
-        "{\"type\":\"PodScheduled\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:01Z\"},"
-        "{\"type\":\"Initialized\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:02Z\"},"
-        "{\"type\":\"ContainersReady\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:06Z\"},"
-        "{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:06Z\"}]%s}}",
-        i, i % 8, i, i % QUEUES, i & 0xffff, i, 1000 + i, i % QUEUES, i, i, i, i, i % QUEUES, i, i,
-        nodefield, i % 8, 1 + i % 4, i, phases[phase], (i / 250) % 250, i % 250, (i / 250) % 250, i % 250,
-        status);
+        "\"tolerationSeconds\":300}],\"priorityClassName\":\"train\","
+        "\"priority\":50,\"preemptionPolicy\":\"PreemptLowerPriority\"},"
+        "\"status\":{\"phase\":\"%s\",\"conditions\":[{\"type\":\"Initialized\",\"status\":\"True\",\"lastTransitionTime\":"
+        "\"2026-11-30T10:00:02Z\"},{\"type\":\"Ready\",\"status\":\"True\","
+        "\"lastTransitionTime\":\"2026-11-30T10:00:06Z\"},{\"type\":\"ContainersReady\",\"status\":"
+        "\"True\",\"lastTransitionTime\":\"2026-11-30T10:00:06Z\"},{\"type\":"
+        "\"PodScheduled\",\"status\":\"True\",\"lastTransitionTime\":"
+        "\"2026-11-30T10:00:01Z\"}],\"hostIP\":\"10.0.%ld.%ld\","
+        "\"podIP\":\"10.244.%ld.%ld\",\"startTime\":"
+        "\"2026-11-30T10:00:02Z\",\"containerStatuses\":[{\"name\":\"main\",\"state\":{\"running\":{"
+        "\"startedAt\":\"2026-11-30T10:00:05Z\"}},\"ready\":true,\"restartCount\":0,"
+        "\"image\":\"registry.example/train:1\",\"imageID\":\"registry.example/train@sha256:"
+        "4f1d2c3b5a6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708\",\"containerID\":"
+        "\"containerd://%08lx\",%s\"started\":true},{\"name\":\"sidecar\",\"state\":{\"running\":{"
+        "\"startedAt\":\"2026-11-30T10:00:04Z\"}},\"ready\":true,\"restartCount\":0,"
+        "\"image\":\"registry.example/log:2\",\"imageID\":\"registry.example/log@sha256:"
+        "9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081\",\"containerID\":"
+        "\"containerd://%08lx\",\"started\":true}],\"qosClass\":\"Burstable\"}}",
+        i, rank, i, q, i & 0xffff, i, 1000 + i, q, job, job, rank, q, rank, job, job, job, i, rank,
+        1 + i % 4, nodefield, phases[phase], (i / 250) % 250, i % 250, (i / 250) % 250, i % 250, i,
+        res, i + 1);
 }
 
 static void node_json(char *buf, size_t n, long i)
@@ -111,6 +153,70 @@ static void node_json(char *buf, size_t n, long i)
              "{\"nvidia.com/gpu.product\":\"%s\",\"nvidia.com/gpu.memory\":\"81920\"}},\"status\":"
              "{\"allocatable\":{\"cpu\":\"128\",\"memory\":\"1Ti\",\"nvidia.com/gpu\":\"8\",\"pods\":\"110\"}}}",
              i, i % 2 ? "H200" : "A100");
+}
+
+/*
+** What a reflector does with the bytes of its watch stream (src/live/reflector.c,
+** on_bytes and on_event): the framer cuts the stream into events, each is
+** parsed, its type and object read, and the object applied.
+*/
+typedef struct {
+    tly_live *l;
+    tly_arena *a;
+    tly_jframer *fr;
+    long applied;
+} watcher;
+
+static void watcher_init(watcher *w, tly_live *l)
+{
+    *w = (watcher){.l = l, .a = tly_arena_create(64 * 1024), .fr = tly_jframer_create(0)};
+}
+
+static void watcher_free(watcher *w)
+{
+    tly_jframer_destroy(w->fr);
+    tly_arena_destroy(w->a);
+}
+
+static int on_event(void *ctx, const char *value, size_t len)
+{
+    watcher *w = ctx;
+    tly_arena_reset(w->a);
+    tly_node *ev = tly_parse_value(value, len, w->a);
+    const tly_node *type = ev ? tly_node_get(ev, "type") : NULL;
+    const tly_node *obj = ev ? tly_node_get(ev, "object") : NULL;
+    if (!type || !obj || type->type != TLY_N_STRING ||
+        tly_live_apply(w->l, strcmp(type->str, "DELETED") ? TLY_LIVE_UPSERT : TLY_LIVE_DELETE, obj,
+                       "bench") != 0) {
+        fprintf(stderr, "bench-live: could not apply the event %.*s\n", (int)(len > 200 ? 200 : len),
+                value);
+        exit(1);
+    }
+    w->applied++;
+    return 0;
+}
+
+/* Feeds one piece of the watch stream. */
+static void watch_feed(watcher *w, const char *bytes, size_t len)
+{
+    if (tly_jframer_feed(w->fr, bytes, len, on_event, w) != 0) {
+        fprintf(stderr, "bench-live: the framer refused the stream\n");
+        exit(1);
+    }
+}
+
+/* The watch event {"type": TYPE, "object": the pod}, with the API server's newline. */
+static size_t pod_event(char *buf, size_t n, const char *type, long i, int phase, const char *node,
+                        int cpu_status)
+{
+    int head = snprintf(buf, n, "{\"type\":\"%s\",\"object\":", type);
+    size_t len = (size_t)head + pod_json(buf + head, n - (size_t)head, i, phase, node, cpu_status);
+    if (len + 3 > n) {
+        fprintf(stderr, "bench-live: an event does not fit its buffer\n");
+        exit(1);
+    }
+    memcpy(buf + len, "}\n", 3);
+    return len + 2;
 }
 
 static void small(tly_live *l, tly_arena *a, const char *json)
@@ -126,7 +232,7 @@ static void small(tly_live *l, tly_arena *a, const char *json)
 /* The cluster: queues, a PriorityClass, an AccountedResource, nodes, and `pods` running pods. */
 static void build_cluster(tly_live *l, tly_arena *a, long pods)
 {
-    char buf[8192];
+    char buf[16384];
     long nodes = pods / NODES_PER + 1;
     for (long q = 0; q < QUEUES; q++) {
         snprintf(buf, sizeof buf,
@@ -145,32 +251,33 @@ static void build_cluster(tly_live *l, tly_arena *a, long pods)
         node_json(buf, sizeof buf, i);
         small(l, a, buf);
     }
+    watcher w;
+    watcher_init(&w, l);
     double t0 = now_s();
     size_t bytes = 0;
     for (long i = 0; i < pods; i++) {
         char node[32];
         snprintf(node, sizeof node, "gpu-%05ld", i / NODES_PER);
-        size_t len = pod_json(buf, sizeof buf, i, 1, node, 0);
+        size_t len = pod_event(buf, sizeof buf, "ADDED", i, 1, node, 0);
         bytes += len;
-        tly_arena_reset(a);
-        tly_node *n = tly_parse_value(buf, len, a);
-        tly_live_apply(l, TLY_LIVE_UPSERT, n, "bench");
+        watch_feed(&w, buf, len);
     }
     double sync = now_s() - t0;
-    printf("sync: %ld pods (%.0f bytes each) applied in %.2f s: %.0f pods/s\n", pods,
+    watcher_free(&w);
+    printf("sync: %ld pods (%.0f bytes each as ADDED events) applied in %.2f s: %.0f pods/s\n", pods,
            (double)bytes / (double)pods, sync, (double)pods / sync);
 }
 
-/* The i-th event of the stream into buf: a bind, a phase change or a resize status. */
+/* The e-th event of the stream into buf: a bind, a phase change or a resize status (MODIFIED). */
 static size_t event_json(char *buf, size_t n, long e, long pods)
 {
     long nodes = pods / NODES_PER + 1, i = (e * 7919) % pods;
     char node[32];
     snprintf(node, sizeof node, "gpu-%05ld", (i + e) % nodes);
     int kind = (int)(e % 3);
-    return kind == 0   ? pod_json(buf, n, i, 1, node, 0)
-           : kind == 1 ? pod_json(buf, n, i, 2, node, 0)
-                       : pod_json(buf, n, i, 1, node, 2 + (int)(e % 5));
+    return kind == 0   ? pod_event(buf, n, "MODIFIED", i, 1, node, 0)
+           : kind == 1 ? pod_event(buf, n, "MODIFIED", i, 2, node, 0)
+                       : pod_event(buf, n, "MODIFIED", i, 1, node, 2 + (int)(e % 5));
 }
 
 static void sleep_until(double t)
@@ -193,18 +300,17 @@ typedef struct {
 static void *stream_events(void *arg)
 {
     streamer *st = arg;
-    tly_arena *a = tly_arena_create(64 * 1024);
-    char buf[8192];
+    watcher w;
+    watcher_init(&w, st->l);
+    char buf[16384];
     double t0 = now_s();
     for (long e = 0; !st->stop && now_s() < st->until; e++) {
         sleep_until(t0 + (double)e / st->rate);
         size_t len = event_json(buf, sizeof buf, e + 1000003, st->pods);
-        tly_arena_reset(a);
-        tly_node *n = tly_parse_value(buf, len, a);
-        tly_live_apply(st->l, TLY_LIVE_UPSERT, n, "bench");
+        watch_feed(&w, buf, len);
         st->applied++;
     }
-    tly_arena_destroy(a);
+    watcher_free(&w);
     return NULL;
 }
 
@@ -254,7 +360,7 @@ static int webhook_mode(long pods, double erate, double rrate, double seconds)
     size_t rlen = 0;
     char *review = NULL;
     {
-        static char old[8192], neu[8192];
+        static char old[16384], neu[16384];
         pod_json(old, sizeof old, 0, 1, "gpu-00000", 0);
         pod_json(neu, sizeof neu, 0, 1, "gpu-00000", 0);
         char *p = strstr(neu, "\"requests\":{\"cpu\":\"1\"");
@@ -291,6 +397,13 @@ static int webhook_mode(long pods, double erate, double rrate, double seconds)
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--pod")) {
+        /* One pod of the stream as it is sent (to look at its size and content). */
+        char buf[16384];
+        pod_json(buf, sizeof buf, atol(argv[2]), 1, "gpu-00000", 2);
+        puts(buf);
+        return 0;
+    }
     if (argc >= 6 && !strcmp(argv[1], "--webhook"))
         return webhook_mode(atol(argv[2]), atof(argv[3]), atof(argv[4]), atof(argv[5]));
     if (argc < 3) {
@@ -300,20 +413,22 @@ int main(int argc, char **argv)
     long pods = atol(argv[1]), events = atol(argv[2]), forks = argc > 3 ? atol(argv[3]) : 0;
     tly_live *l = tly_live_create(NULL);
     tly_arena *a = tly_arena_create(64 * 1024);
-    char buf[8192];
+    char buf[16384];
     build_cluster(l, a, pods);
     double timed = 0;
     long every = forks ? events / forks : 0;
-    /* Under callgrind (--instr-atstart=no --collect-atstart=no) only parse + apply is counted. */
+    /* Under callgrind (--instr-atstart=no --collect-atstart=no) only the reflector's work is counted. */
     CALLGRIND_START_INSTRUMENTATION;
     tly_store *held = NULL;
+    watcher w;
+    watcher_init(&w, l);
+    size_t bytes = 0;
     for (long e = 0; e < events; e++) {
         size_t len = event_json(buf, sizeof buf, e, pods);
+        bytes += len;
         double s = now_s();
         CALLGRIND_TOGGLE_COLLECT;
-        tly_arena_reset(a);
-        tly_node *n = tly_parse_value(buf, len, a);
-        tly_live_apply(l, TLY_LIVE_UPSERT, n, "bench");
+        watch_feed(&w, buf, len);
         CALLGRIND_TOGGLE_COLLECT;
         timed += now_s() - s;
         if (every && e % every == 0) {
@@ -324,8 +439,11 @@ int main(int argc, char **argv)
     }
     if (held)
         tly_store_destroy(held);
-    printf("events: %ld pod events (bind, phase, resize) at %ld pods: %.0f events/s, %.2f us each\n",
-           events, pods, (double)events / timed, timed * 1e6 / (double)events);
+    watcher_free(&w);
+    printf("events: %ld pod events (bind, phase, resize; %.0f bytes each) at %ld pods: %.0f events/s, "
+           "%.2f us each, %.0f MB/s\n",
+           events, (double)bytes / (double)events, pods, (double)events / timed,
+           timed * 1e6 / (double)events, (double)bytes / 1e6 / timed);
     printf("writer lock held per event: p50 <= %.1f us, p99 <= %.1f us, max <= %.1f us; per fork "
            "(%ld taken): p99 <= %.1f us, max <= %.1f us\n",
            (double)tly_live_hold_ns(l, false, 0.5) / 1e3, (double)tly_live_hold_ns(l, false, 0.99) / 1e3,

@@ -173,6 +173,16 @@ char *tly_arena_strdup(tly_arena *a, const char *s)
     return tly_arena_strndup(a, s, strlen(s));
 }
 
+char *tly_arena_join(tly_arena *a, const char *x, char sep, const char *y)
+{
+    size_t lx = strlen(x), ly = strlen(y);
+    char *p = tly_arena_alloc(a, lx + ly + 2);
+    memcpy(p, x, lx);
+    p[lx] = sep;
+    memcpy(p + lx + 1, y, ly + 1);
+    return p;
+}
+
 char *tly_arena_printf(tly_arena *a, const char *fmt, ...)
 {
     va_list ap, ap2;

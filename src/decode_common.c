@@ -120,17 +120,24 @@ static void wrong_type(tly_dctx *dx, const tly_node *n, const char *key, const c
     tly_dx_error(dx, n, key, "expected %s, got %s", want, tly_ntype_name(n->type));
 }
 
-bool tly_dx_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+/*
+** The getters below look a member up once and read it with these (the
+** lookup is most of a field's cost).
+*/
+static bool str_of(tly_dctx *dx, const tly_node *n, const char *key, const char **out)
 {
-    const tly_node *n = member(map, key);
-    if (!n)
-        return false;
     if (n->type != TLY_N_STRING) {
         wrong_type(dx, n, key, "a string");
         return false;
     }
     *out = tly_arena_strndup(dx->arena, n->str, n->len);
     return true;
+}
+
+bool tly_dx_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+{
+    const tly_node *n = member(map, key);
+    return n && str_of(dx, n, key, out);
 }
 
 bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
@@ -140,7 +147,7 @@ bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const ch
         tly_dx_error(dx, map, key, "required field is missing");
         return false;
     }
-    return tly_dx_str(dx, map, key, out);
+    return str_of(dx, n, key, out);
 }
 
 bool tly_dx_bool(tly_dctx *dx, const tly_node *map, const char *key, bool *out)
@@ -156,11 +163,8 @@ bool tly_dx_bool(tly_dctx *dx, const tly_node *map, const char *key, bool *out)
     return true;
 }
 
-bool tly_dx_int64(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
+static bool int64_of(tly_dctx *dx, const tly_node *n, const char *key, int64_t *out)
 {
-    const tly_node *n = member(map, key);
-    if (!n)
-        return false;
     if (n->type != TLY_N_INT) {
         wrong_type(dx, n, key, "an integer");
         return false;
@@ -176,14 +180,20 @@ bool tly_dx_int64(tly_dctx *dx, const tly_node *map, const char *key, int64_t *o
     return true;
 }
 
+bool tly_dx_int64(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
+{
+    const tly_node *n = member(map, key);
+    return n && int64_of(dx, n, key, out);
+}
+
 bool tly_dx_int32(tly_dctx *dx, const tly_node *map, const char *key, int32_t *out)
 {
     int64_t v;
-    if (!tly_dx_int64(dx, map, key, &v))
+    const tly_node *n = member(map, key);
+    if (!n || !int64_of(dx, n, key, &v))
         return false;
     if (v < INT32_MIN || v > INT32_MAX) {
-        tly_dx_error(dx, tly_node_get(map, key), key, "integer %lld does not fit in 32 bits",
-                     (long long)v);
+        tly_dx_error(dx, n, key, "integer %lld does not fit in 32 bits", (long long)v);
         return false;
     }
     *out = (int32_t)v;
@@ -195,11 +205,8 @@ static const char *qty_problem(int rc)
     return rc == TLY_ERANGE ? "is too large" : "is not a valid quantity";
 }
 
-bool tly_dx_qty(tly_dctx *dx, const tly_node *map, const char *key, tly_qty *out)
+static bool qty_of(tly_dctx *dx, const tly_node *n, const char *key, tly_qty *out)
 {
-    const tly_node *n = member(map, key);
-    if (!n)
-        return false;
     if (n->type != TLY_N_STRING && n->type != TLY_N_INT && n->type != TLY_N_FLOAT) {
         wrong_type(dx, n, key, "a quantity (string or number)");
         return false;
@@ -211,6 +218,12 @@ bool tly_dx_qty(tly_dctx *dx, const tly_node *map, const char *key, tly_qty *out
         return false;
     }
     return true;
+}
+
+bool tly_dx_qty(tly_dctx *dx, const tly_node *map, const char *key, tly_qty *out)
+{
+    const tly_node *n = member(map, key);
+    return n && qty_of(dx, n, key, out);
 }
 
 bool tly_dx_time(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
@@ -312,9 +325,13 @@ bool tly_dx_rlist(tly_dctx *dx, const tly_node *map, const char *key, tly_rlist 
     tly_rq *v = m->nkids ? tly_arena_alloc(dx->arena, m->nkids * sizeof *v) : NULL;
     uint32_t n = 0;
     size_t mark = tly_dx_push(dx, key);
+    bool unique = m->flags & TLY_NF_UNIQUE;
     for (const tly_node *k = m->kids; k; k = k->next) {
+        /* Each entry as a lookup of its key reads it: the last of a repeated
+           key, every time; in a map of unique keys that is the entry. */
+        const tly_node *e = unique ? (k->type != TLY_N_NULL ? k : NULL) : member(m, k->key);
         tly_qty q;
-        if (!tly_dx_qty(dx, m, k->key, &q))
+        if (!e || !qty_of(dx, e, k->key, &q))
             continue;
         uint32_t id = tly_names_intern(dx->names, k->key, strlen(k->key)), i = n;
         while (i > 0 && v[i - 1].id > id)

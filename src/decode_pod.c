@@ -108,7 +108,8 @@ enum { RL_CONTAINER = 1, RL_POD_LEVEL = 2 };
 /*
 ** Checks each value of the list owner.key (already decoded into l): names
 ** allowed where it appears, no negative amounts, whole numbers of devices.
-** Diagnostics point at the value, with the path ...<key>.<resource>.
+** Diagnostics point at the value, with the path ...<key>.<resource>; the
+** value is looked up only for a diagnostic.
 */
 static void check_rlist_values(tly_dctx *dx, const tly_node *owner, const char *key,
                                const tly_rlist *l, int where)
@@ -119,21 +120,20 @@ static void check_rlist_values(tly_dctx *dx, const tly_node *owner, const char *
     size_t mark = tly_dx_push(dx, key);
     for (uint32_t i = 0; i < l->n; i++) {
         const char *name = tly_names_str(dx->names, l->v[i].id);
-        const tly_node *at = tly_node_get(map, name);
         tly_qty q = l->v[i].q;
         if (where == RL_CONTAINER && !strchr(name, '/') && !is_standard_container_resource(name))
-            tly_dx_error(dx, at, name,
+            tly_dx_error(dx, tly_node_get(map, name), name,
                          "must be a standard resource for containers (cpu, memory, "
                          "ephemeral-storage, hugepages-<size>) or a domain-prefixed extended "
                          "resource such as nvidia.com/gpu");
         if (where == RL_POD_LEVEL && !is_pod_level_resource(name))
-            tly_dx_error(dx, at, name,
+            tly_dx_error(dx, tly_node_get(map, name), name,
                          "not supported in pod-level resources: must be cpu, memory or "
                          "hugepages-<size>");
         if (tly_qty_sign(q) < 0)
-            tly_dx_error(dx, at, name, "must be greater than or equal to 0");
+            tly_dx_error(dx, tly_node_get(map, name), name, "must be greater than or equal to 0");
         else if (is_extended(name) && q.nanos % 1000000000 != 0)
-            tly_dx_error(dx, at, name, "must be an integer");
+            tly_dx_error(dx, tly_node_get(map, name), name, "must be an integer");
     }
     tly_dx_pop(dx, mark);
 }
@@ -146,30 +146,30 @@ static void check_rlist_values(tly_dctx *dx, const tly_node *owner, const char *
 static void check_requests_vs_limits(tly_dctx *dx, const tly_node *res, const tly_rlist *req,
                                      const tly_rlist *lim)
 {
-    const tly_node *reqmap = member(res, "requests");
+    const tly_node *reqmap = req->n ? member(res, "requests") : NULL;
     size_t mark = tly_dx_push(dx, "requests");
     for (uint32_t i = 0; i < req->n; i++) {
         const char *name = tly_names_str(dx->names, req->v[i].id);
-        const tly_node *at = tly_node_get(reqmap, name);
         bool has_limit = false;
         tly_qty l = tly_rlist_get(lim, req->v[i].id, &has_limit);
         if (!has_limit) {
             if (!overcommit_allowed(name))
-                tly_dx_error(dx, at, name,
+                tly_dx_error(dx, tly_node_get(reqmap, name), name,
                              "limit must be set for non-overcommittable resource %s (set only "
                              "limits.%s; the request defaults to it)",
                              name, name);
             continue;
         }
         int c = tly_qty_cmp(req->v[i].q, l);
-        if (c == 0)
+        bool equal_only = !overcommit_allowed(name);
+        if (c == 0 || (c < 0 && !equal_only))
             continue;
         char buf[TLY_QTY_BUFSZ];
         tly_qty_format(l, buf, sizeof buf);
-        if (!overcommit_allowed(name))
-            tly_dx_error(dx, at, name, "must be equal to %s limit of %s", name, buf);
-        else if (c > 0)
-            tly_dx_error(dx, at, name, "must be less than or equal to %s limit of %s", name, buf);
+        tly_dx_error(dx, tly_node_get(reqmap, name), name,
+                     equal_only ? "must be equal to %s limit of %s"
+                                : "must be less than or equal to %s limit of %s",
+                     name, buf);
     }
     tly_dx_pop(dx, mark);
 }

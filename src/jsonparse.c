@@ -127,8 +127,9 @@ static inline jpos pos_at(const jreader *r, const unsigned char *p)
     return (jpos){r->line, col > UINT32_MAX ? UINT32_MAX : (uint32_t)col};
 }
 
+/* Problems are rare: kept out of line, so the reading paths stay short. */
 static bool problem(jreader *r, bool fatal, jpos at, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5), cold, noinline));
 
 /* Reports a problem; returns whether reading goes on. */
 static bool problem(jreader *r, bool fatal, jpos at, const char *fmt, ...)
@@ -144,7 +145,8 @@ static bool problem(jreader *r, bool fatal, jpos at, const char *fmt, ...)
     return !r->failed;
 }
 
-static bool syntax(jreader *r, jpos at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool syntax(jreader *r, jpos at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), cold, noinline));
 
 /* Reports a syntax error (which ends the input); returns false. */
 static bool syntax(jreader *r, jpos at, const char *fmt, ...)
@@ -239,7 +241,7 @@ static inline void skip_ws(jreader *r)
 ** quote, a backslash or a control character), or the end; counts the run's
 ** UTF-8 continuation bytes into r->lcont.
 */
-static const unsigned char *plain_run(jreader *r, const unsigned char *q)
+static inline const unsigned char *plain_run(jreader *r, const unsigned char *q)
 {
     const unsigned char *end = r->end;
 #if TLY_JSON_SIMD == 2
@@ -350,15 +352,14 @@ static const unsigned char *escape(jreader *r, const unsigned char *q, bool *nul
 }
 
 /*
-** Checks the string whose opening quote is at r->p; returns its closing
-** quote, or NULL after a syntax error. *esc: it has escapes; *nul: one of
-** them is \u0000.
+** The rest of scan_string from q, the first byte of the string that is not
+** plain: a string with escapes, or a syntax error.
 */
-static const unsigned char *scan_string(jreader *r, bool *esc, bool *nul)
+static __attribute__((noinline)) const unsigned char *scan_string_rest(jreader *r,
+                                                                      const unsigned char *q,
+                                                                      bool *esc, bool *nul)
 {
-    const unsigned char *q = r->p + 1;
     for (;;) {
-        q = plain_run(r, q);
         if (q >= r->end) {
             syntax(r, pos_at(r, r->p), "the string is not closed (no '\"' before the end of the input)");
             return NULL;
@@ -373,7 +374,22 @@ static const unsigned char *scan_string(jreader *r, bool *esc, bool *nul)
         *esc = true;
         if (!(q = escape(r, q, nul)))
             return NULL;
+        q = plain_run(r, q);
     }
+}
+
+/*
+** Checks the string whose opening quote is at r->p; returns its closing
+** quote, or NULL after a syntax error. *esc: it has escapes; *nul: one of
+** them is \u0000. A string with no escape (nearly all of them) is one run
+** of plain bytes and its quote, here; anything else goes on out of line.
+*/
+static inline const unsigned char *scan_string(jreader *r, bool *esc, bool *nul)
+{
+    const unsigned char *q = plain_run(r, r->p + 1);
+    if (q < r->end && *q == '"')
+        return q;
+    return scan_string_rest(r, q, esc, nul);
 }
 
 static size_t put_utf8(char *out, unsigned long cp)
@@ -730,7 +746,7 @@ static inline bool check_scalar(jreader *r, tly_node *n, size_t len, bool nul)
     return problem(r, false, at, "value contains a NUL character");
 }
 
-static tly_node *build_string(jreader *r, jpos at)
+static inline tly_node *build_string(jreader *r, jpos at)
 {
     bool esc = false, nul = false;
     const unsigned char *q = scan_string(r, &esc, &nul);
@@ -743,7 +759,7 @@ static tly_node *build_string(jreader *r, jpos at)
     return check_scalar(r, n, len, nul) ? n : NULL;
 }
 
-static tly_node *build_word(jreader *r, jpos at)
+static inline tly_node *build_word(jreader *r, jpos at)
 {
     int type;
     bool bval;
@@ -759,7 +775,7 @@ static tly_node *build_word(jreader *r, jpos at)
 }
 
 /* Over a limit: reported once per object; the value is skipped and reads as null. */
-static tly_node *over_limit(jreader *r, int depth, jpos at)
+static __attribute__((noinline)) tly_node *over_limit(jreader *r, int depth, jpos at)
 {
     if (!r->skipping) {
         bool go = depth > TLY_MAX_DEPTH
@@ -796,21 +812,29 @@ static const char *read_key(jreader *r, jpos at, size_t *len)
     return colon(r) ? key : NULL;
 }
 
-/* Gives member v of map its key; a duplicate is an error (the later value wins). */
+/*
+** Gives member v of map its key; a duplicate is an error (the later value
+** wins). *unique turns false on a duplicate, or when keys go unchecked
+** (over a limit).
+*/
 static bool attach(jreader *r, tly_keyset *ks, tly_node *v, const char *key, size_t klen,
-                   jpos kat)
+                   jpos kat, bool *unique)
 {
-    v->key = key;
+    tly_node_set_key(v, key, klen);
     v->kline = kat.line;
     v->kcol = kat.col;
-    if (r->skipping)
+    if (r->skipping) {
+        *unique = false;
         return true;
+    }
     const tly_node *first = tly_keyset_add(ks, key, klen, v);
-    return !first ||
-           problem(r, false, kat, "duplicate key \"%s\" (first at line %u)", key, first->kline);
+    if (!first)
+        return true;
+    *unique = false;
+    return problem(r, false, kat, "duplicate key \"%s\" (first at line %u)", key, first->kline);
 }
 
-static tly_node *build(jreader *r, int depth);
+static inline tly_node *build(jreader *r, int depth);
 
 static tly_node *stream_items(jreader *r, jbump *ob);
 
@@ -828,6 +852,7 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
     tly_node **tail = &n->kids;
     jpos comma = {0, 0};
     int more = -1;
+    bool unique = true;
     for (;;) {
         if (!key_start(r, comma))
             break;
@@ -859,7 +884,7 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
             v = build(r, depth + 1);
             r->in_raw = raw;
         }
-        if (!v || !attach(r, &ks, v, key, klen, kat))
+        if (!v || !attach(r, &ks, v, key, klen, kat, &unique))
             break;
         *tail = v;
         tail = &v->next;
@@ -868,16 +893,18 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
             break;
     }
     tly_keyset_free(&ks);
+    if (unique)
+        n->flags |= TLY_NF_UNIQUE;
     return more == 0;
 }
 
-static tly_node *build_map(jreader *r, int depth, jpos at)
+static __attribute__((noinline)) tly_node *build_map(jreader *r, int depth, jpos at)
 {
     tly_node *n = new_node(r, TLY_N_MAP, at);
     return empty_after_open(r, '}') || map_members(r, n, depth, NULL, NULL) ? n : NULL;
 }
 
-static tly_node *build_seq(jreader *r, int depth, jpos at)
+static __attribute__((noinline)) tly_node *build_seq(jreader *r, int depth, jpos at)
 {
     tly_node *n = new_node(r, TLY_N_SEQ, at);
     if (empty_after_open(r, ']'))
@@ -897,8 +924,12 @@ static tly_node *build_seq(jreader *r, int depth, jpos at)
     }
 }
 
-/* The value at r->p (whitespace skipped); NULL after a syntax error (strict: any problem). */
-static tly_node *build(jreader *r, int depth)
+/*
+** The value at r->p (whitespace skipped); NULL after a syntax error (strict:
+** any problem). Inline, so that a scalar (most values) is read in its map's
+** or list's loop; only containers are calls.
+*/
+static inline tly_node *build(jreader *r, int depth)
 {
     jpos at = pos_at(r, r->p);
     if (r->skipping || depth > TLY_MAX_DEPTH || r->nodes >= TLY_MAX_OBJECT_NODES)
@@ -1067,21 +1098,24 @@ tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
 
 /* ---- duplicate keys ------------------------------------------------------ */
 
-const tly_node *tly_keyset_add(tly_keyset *ks, const char *key, size_t len,
-                               const tly_node *member)
+const tly_node *tly_keyset_add_slow(tly_keyset *ks, const char *key, size_t len,
+                                    const tly_node *member)
 {
     if (!ks->hashed) {
+        uint32_t h = member->khash;
         for (unsigned i = 0; i < ks->n; i++)
-            if (ks->len[i] == len && memcmp(ks->member[i]->key, key, len) == 0)
+            if (ks->hash[i] == h && strcmp(ks->member[i]->key, key) == 0)
                 return ks->member[i];
         if (ks->n < 16) {
+            ks->bits |= 1ull << (h & 63);
             ks->member[ks->n] = member;
-            ks->len[ks->n++] = len;
+            ks->hash[ks->n++] = h;
             return NULL;
         }
         tly_strmap_init(&ks->set);
         for (unsigned i = 0; i < ks->n; i++)
-            tly_strmap_put(&ks->set, ks->member[i]->key, ks->len[i], (void *)ks->member[i]);
+            tly_strmap_put(&ks->set, ks->member[i]->key, strlen(ks->member[i]->key),
+                           (void *)ks->member[i]);
         ks->hashed = true;
     }
     const tly_node *first = tly_strmap_get(&ks->set, key, len);

@@ -69,13 +69,14 @@ bool tly_json_valid(const char *buf, size_t len);
 
 /*
 ** Duplicate keys in one map: the first 16 keys are compared one by one
-** (length first), then a hash set takes over, so a map with 100,000 keys
-** costs linear time. Keys compare as C strings. tly_keyset_init() first,
-** tly_keyset_free() after.
+** (their khash first, so a key is read only when the hashes match), then a
+** hash set takes over, so a map with 100,000 keys costs linear time. Keys
+** compare as C strings. tly_keyset_init() first, tly_keyset_free() after.
 */
 typedef struct {
     const tly_node *member[16];  /* the members checked so far, while few */
-    size_t len[16];              /* strlen of their keys */
+    uint32_t hash[16];           /* their khash (tly_key_hash) */
+    uint64_t bits;               /* bit khash % 64 of each of them */
     unsigned n;
     bool hashed;
     tly_strmap set;
@@ -84,15 +85,32 @@ typedef struct {
 static inline void tly_keyset_init(tly_keyset *ks)
 {
     ks->n = 0;
+    ks->bits = 0;
     ks->hashed = false;
 }
 
+/* tly_keyset_add when the fast test cannot tell. */
+const tly_node *tly_keyset_add_slow(tly_keyset *ks, const char *key, size_t len,
+                                    const tly_node *member);
+
 /*
 ** The earlier member whose key is key[0..len), or NULL, in which case
-** member (whose key is already set) is recorded under it.
+** member (whose key and khash are already set: tly_node_set_key) is
+** recorded under it. A key whose hash bit no earlier member has is new:
+** most keys are recorded without comparing any.
 */
-const tly_node *tly_keyset_add(tly_keyset *ks, const char *key, size_t len,
-                               const tly_node *member);
+static inline const tly_node *tly_keyset_add(tly_keyset *ks, const char *key, size_t len,
+                                             const tly_node *member)
+{
+    uint64_t bit = 1ull << (member->khash & 63);
+    if (ks->n < 16 && !(ks->bits & bit)) {
+        ks->bits |= bit;
+        ks->member[ks->n] = member;
+        ks->hash[ks->n++] = member->khash;
+        return NULL;
+    }
+    return tly_keyset_add_slow(ks, key, len, member);
+}
 void tly_keyset_free(tly_keyset *ks);
 
 /*

@@ -147,7 +147,7 @@ static void string_member(tly_node *n, const char *key, const char *value, const
 {
     memset(n, 0, sizeof *n);
     n->type = TLY_N_STRING;
-    n->key = key;
+    tly_node_set_key(n, key, strlen(key));
     n->str = value;
     n->len = (uint32_t)strlen(value);
     n->line = n->kline = at->line;

@@ -308,22 +308,31 @@ static const char *read_key(loader *L, tly_arena *a, struct fy_event *kev, int d
     return key;
 }
 
-/* Appends member v with its key to map n (*tail: the end of its list); a repeated key is an error. */
-static void add_member(loader *L, tly_node *n, tly_node ***tail, tly_keyset *ks, tly_node *v,
+/*
+** Appends member v with its key to map n (*tail: the end of its list); a
+** repeated key is an error. Returns whether the key was checked and new
+** (a map whose keys all were is TLY_NF_UNIQUE).
+*/
+static bool add_member(loader *L, tly_node *n, tly_node ***tail, tly_keyset *ks, tly_node *v,
                        const char *key, uint32_t kline, uint32_t kcol)
 {
-    v->key = key;
+    size_t klen = strlen(key);
+    tly_node_set_key(v, key, klen);
     v->kline = kline;
     v->kcol = kcol;
-    if (!L->skipping) {
-        const tly_node *first = tly_keyset_add(ks, key, strlen(key), v);
-        if (first)
+    bool unique = !L->skipping;
+    if (unique) {
+        const tly_node *first = tly_keyset_add(ks, key, klen, v);
+        if (first) {
+            unique = false;
             load_error(L, kline, kcol, "duplicate key \"%s\" (first at line %u)", key,
                        first->kline);
+        }
     }
     **tail = v;
     *tail = &v->next;
     n->nkids++;
+    return unique;
 }
 
 static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
@@ -394,6 +403,7 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
         tly_node *out = n;
         struct fy_event *kev;
         int more;
+        bool unique = true;
         while ((more = next_in(L, FYET_MAPPING_END, &kev)) != 0) {
             if (more < 0) {
                 out = NULL;
@@ -409,9 +419,11 @@ static tly_node *build(loader *L, tly_arena *a, struct fy_event *ev, int depth)
                 break;
             }
             if (key)
-                add_member(L, n, &tail, &ks, v, key, kline, kcol);
+                unique &= add_member(L, n, &tail, &ks, v, key, kline, kcol);
         }
         tly_keyset_free(&ks);
+        if (unique)
+            n->flags |= TLY_NF_UNIQUE;
         return out;
     }
     case FYET_SEQUENCE_START: {
@@ -520,7 +532,7 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
     if (!tly_kind_reads_version(ke->k, version)) {
         /* Another version's fields may mean something else (a Config at an
            unserved version must not rename the scheduler): not applied. */
-        dx.objname = ns ? tly_arena_printf(arena, "%s/%s", ns, name) : name;
+        dx.objname = ns ? tly_arena_join(arena, ns, '/', name) : name;
         tly_dx_error(&dx, tly_node_get(root, "apiVersion"), "apiVersion",
                      "%s is not a version of %s that tally reads (it reads %s); the object is "
                      "skipped",
@@ -537,7 +549,7 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
     m->src.file = env->file;
     m->src.line = root->line;
     m->src.col = root->col;
-    dx.objname = ns ? tly_arena_printf(arena, "%s/%s", ns, name) : m->name;
+    dx.objname = ns ? tly_arena_join(arena, ns, '/', name) : m->name;
     decode_meta(&dx, md, m);
     ke->decode(&dx, root, m);
     m->errors = dx.errors;

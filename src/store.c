@@ -147,9 +147,16 @@ tly_names *tly_store_names(tly_store *s) { return s->names; }
 tly_diags *tly_store_diags(tly_store *s) { return s->diags; }
 tly_arena *tly_store_arena(tly_store *s) { return s->arena; }
 
+static int object_key_buf(char *buf, size_t cap, int kind, const char *ns, const char *name);
+
+/* object_key_buf's text in the arena (printf only for a key too long for the stack). */
 static char *object_key(tly_arena *a, int kind, const char *ns, const char *name)
 {
-    return tly_arena_printf(a, "%d\x1f%s\x1f%s", kind, ns ? ns : "", name);
+    char buf[512];
+    int n = object_key_buf(buf, sizeof buf, kind, ns, name);
+    if (n < 0)
+        return tly_arena_printf(a, "%d\x1f%s\x1f%s", kind, ns ? ns : "", name);
+    return tly_arena_strndup(a, buf, (size_t)n);
 }
 
 /*

@@ -189,22 +189,7 @@ static void test_repository_inputs_agree(void **state)
 
 /* ---- random documents ---------------------------------------------------- */
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-} buf_t;
-
-static void put(buf_t *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
+typedef tbuf buf_t;
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -221,19 +206,19 @@ static void ws(buf_t *b, uint64_t *w)
     if (!w)
         return;
     const char *x = spaces[rnd(w) % 9];
-    put(b, x, strlen(x));
+    tbuf_put(b, x, strlen(x));
 }
 
 static void gen_string(buf_t *b, uint64_t *s)
 {
     static const char *const parts[] = {"a", "Bc", "node-1", "é", "中", "\\n", "\\\"", "\\\\", "\\/",
                                         "\\u00e9", "\\ud83d\\ude00", "\\t", " ", "0.5", "cpu", "-"};
-    put(b, "\"", 1);
+    tbuf_put(b, "\"", 1);
     for (uint64_t i = rnd(s) % 5; i > 0; i--) {
         const char *x = parts[rnd(s) % 16];
-        put(b, x, strlen(x));
+        tbuf_put(b, x, strlen(x));
     }
-    put(b, "\"", 1);
+    tbuf_put(b, "\"", 1);
 }
 
 /* A random value: its shape drawn from *s, the whitespace in it from *w (NULL: none). */
@@ -246,35 +231,35 @@ static void gen_value(buf_t *b, uint64_t *s, uint64_t *w, int depth)
         gen_string(b, s);
     } else if (k < 6) {
         const char *word = words[rnd(s) % 11];
-        put(b, word, strlen(word));
+        tbuf_put(b, word, strlen(word));
     } else if (k == 6) {
-        put(b, "{", 1);
+        tbuf_put(b, "{", 1);
         uint64_t n = rnd(s) % 4;
         for (uint64_t i = 0; i < n; i++) {
             ws(b, w);
             char key[32];
             snprintf(key, sizeof key, "\"k%llu\"", (unsigned long long)i);
-            put(b, key, strlen(key));
+            tbuf_put(b, key, strlen(key));
             ws(b, w);
-            put(b, ":", 1);
+            tbuf_put(b, ":", 1);
             ws(b, w);
             gen_value(b, s, w, depth + 1);
             ws(b, w);
             if (i + 1 < n)
-                put(b, ",", 1);
+                tbuf_put(b, ",", 1);
         }
-        put(b, "}", 1);
+        tbuf_put(b, "}", 1);
     } else {
-        put(b, "[", 1);
+        tbuf_put(b, "[", 1);
         uint64_t n = rnd(s) % 4;
         for (uint64_t i = 0; i < n; i++) {
             ws(b, w);
             gen_value(b, s, w, depth + 1);
             ws(b, w);
             if (i + 1 < n)
-                put(b, ",", 1);
+                tbuf_put(b, ",", 1);
         }
-        put(b, "]", 1);
+        tbuf_put(b, "]", 1);
     }
 }
 
@@ -303,8 +288,8 @@ static void test_random_documents_agree(void **state)
         else if (b.n && how == 1)
             memmove(b.p + at, b.p + at + 1, b.n-- - at);
         else if (b.n) {
-            char c = b.p[at];  /* put() may move the buffer */
-            put(&b, &c, 1);
+            char c = b.p[at];  /* tbuf_put() may move the buffer */
+            tbuf_put(&b, &c, 1);
         }
         r = compare(b.p, b.n, why, sizeof why);
         if (r == -2)
@@ -398,22 +383,22 @@ static void test_streamed_items_agree(void **state)
     for (int i = 0; i < 3000; i++) {
         buf_t b = {0};
         uint64_t w = rnd(&s), *wp = i % 3 ? &w : NULL;
-        put(&b, "{\"apiVersion\": \"v1\",", strlen("{\"apiVersion\": \"v1\","));
+        tbuf_put(&b, "{\"apiVersion\": \"v1\",", strlen("{\"apiVersion\": \"v1\","));
         ws(&b, wp);
-        put(&b, "\"items\":", strlen("\"items\":"));
+        tbuf_put(&b, "\"items\":", strlen("\"items\":"));
         ws(&b, wp);
-        put(&b, "[", 1);
+        tbuf_put(&b, "[", 1);
         unsigned n = (unsigned)(rnd(&s) % 6);
         for (unsigned k = 0; k < n; k++) {
             ws(&b, wp);
             gen_value(&b, &s, wp, 1);
             ws(&b, wp);
             if (k + 1 < n)
-                put(&b, ",", 1);
+                tbuf_put(&b, ",", 1);
         }
-        put(&b, "], \"kind\": \"List\", \"metadata\":", strlen("], \"kind\": \"List\", \"metadata\":"));
+        tbuf_put(&b, "], \"kind\": \"List\", \"metadata\":", strlen("], \"kind\": \"List\", \"metadata\":"));
         gen_value(&b, &s, wp, 1);
-        put(&b, "}", 1);
+        tbuf_put(&b, "}", 1);
         ws(&b, wp);
         expect_stream_agrees(b.p, b.n, n);
         free(b.p);

@@ -28,25 +28,14 @@
 /* ---- a small JSON writer: the same document compact, indented or CRLF ---- */
 
 typedef struct {
-    char *p;
-    size_t n, cap;
+    tbuf b;
     int style;           /* 0 compact, 1 indented, 2 indented with CRLF and tabs */
     int depth;
     bool first[64];      /* nothing written yet at this depth */
     bool after_key;
 } jw;
 
-static void put(jw *w, const char *s, size_t n)
-{
-    if (w->n + n + 1 > w->cap) {
-        w->cap = (w->n + n + 1) * 2;
-        w->p = realloc(w->p, w->cap);
-        assert_non_null(w->p);
-    }
-    memcpy(w->p + w->n, s, n);
-    w->n += n;
-    w->p[w->n] = '\0';
-}
+static void put(jw *w, const char *s, size_t n) { tbuf_put(&w->b, s, n); }
 
 static void puts_(jw *w, const char *s) { put(w, s, strlen(s)); }
 
@@ -340,8 +329,8 @@ static char *gen_list(unsigned pods, int style, size_t *len)
     close_(&w, "}");
     close_(&w, "}");
     puts_(&w, style == 2 ? "\r\n" : "\n");
-    *len = w.n;
-    return w.p;
+    *len = w.b.n;
+    return w.b.p;
 }
 
 /* ---- loading ------------------------------------------------------------ */

@@ -34,6 +34,12 @@ void *tly_arena_zalloc(tly_arena *a, size_t size);
 /* A NUL-terminated copy of s[0..len). */
 char *tly_arena_strndup(tly_arena *a, const char *s, size_t len);
 char *tly_arena_strdup(tly_arena *a, const char *s);
+/*
+** x, the character sep, then y, in the arena ("ns/name", "ns\x1fname"):
+** what tly_arena_printf("%s/%s") gives, without printf (per object keys and
+** names are made for every object read).
+*/
+char *tly_arena_join(tly_arena *a, const char *x, char sep, const char *y);
 /* printf into the arena. */
 char *tly_arena_printf(tly_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tally/arena.h"
 
@@ -34,11 +35,20 @@ typedef enum {
 } tly_ntype;
 
 typedef struct tly_node tly_node;
+/*
+** A map whose reader checked that no key repeats (TLY_N_MAP): a lookup stops
+** at the first match. A map without it (built by hand, or with a repeated
+** key, where the last occurrence wins) is read to its end.
+*/
+#define TLY_NF_UNIQUE 1u
+
 struct tly_node {
     uint8_t type;       /* a tly_ntype */
     bool bval;          /* TLY_N_BOOL */
+    uint8_t flags;      /* TLY_NF_* */
     uint32_t line, col; /* 1-based position of the value */
     uint32_t kline, kcol; /* position of the key, for map members */
+    uint32_t khash;     /* tly_key_hash of key (tly_node_set_key); 0: not computed */
     const char *key;    /* map members: the key, NUL-terminated */
     const char *str;    /* scalars: the text, NUL-terminated */
     uint32_t len;       /* scalars: strlen(str) */
@@ -47,7 +57,44 @@ struct tly_node {
     tly_node *next;     /* next sibling */
 };
 
-/* Member key of a map, or NULL (maps only; linear scan, objects are small). */
+/*
+** A 32-bit hash of key[0..len), never 0. It reads at most the first and
+** the last 8 bytes and the length, so it costs the same for any key: a
+** lookup compares one word per member and the key itself only when the
+** words match (a different key with the same hash costs one strcmp).
+*/
+static inline uint32_t tly_key_hash(const char *key, size_t len)
+{
+    uint64_t a = 0, b = 0;
+    if (len >= 8) {
+        memcpy(&a, key, 8);
+        memcpy(&b, key + len - 8, 8);
+    } else if (len >= 4) {
+        uint32_t x, y;
+        memcpy(&x, key, 4);
+        memcpy(&y, key + len - 4, 4);
+        a = x;
+        b = y;
+    } else if (len > 0) {
+        a = (uint64_t)(unsigned char)key[0] | (uint64_t)(unsigned char)key[len / 2] << 8 |
+            (uint64_t)(unsigned char)key[len - 1] << 16;
+    }
+    uint64_t h = (a ^ (b * 0x9E3779B97F4A7C15ull) ^ (uint64_t)len) * 0xFF51AFD7ED558CCDull;
+    uint32_t r = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    return r ? r : 1;
+}
+
+/* Gives map member n its key (key[0..len) is NUL-terminated) and the key's hash. */
+static inline void tly_node_set_key(tly_node *n, const char *key, size_t len)
+{
+    n->key = key;
+    n->khash = tly_key_hash(key, len);
+}
+
+/*
+** Member key of a map, or NULL (maps only). A linear scan, objects are
+** small; members whose khash is set are compared by it first.
+*/
 const tly_node *tly_node_get(const tly_node *map, const char *key);
 /* Element i of a sequence, or NULL. */
 const tly_node *tly_node_at(const tly_node *seq, uint32_t i);

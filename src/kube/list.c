@@ -45,7 +45,7 @@ static void fill_member(tly_node *map, const char *key, const char *value, tly_a
         return;
     tly_node *n = tly_arena_zalloc(a, sizeof *n);
     n->type = TLY_N_STRING;
-    n->key = key;
+    tly_node_set_key(n, key, strlen(key));
     n->str = value;
     n->len = (uint32_t)strlen(value);
     n->line = n->kline = map->line;
