@@ -349,6 +349,27 @@ static uint32_t admitted_members(cycle *cy, const tly_pod *first, const tly_podg
 }
 
 /*
+** w's pods reordered, stably, so that those with first[i] set come first
+** (first[] is indexed by the pods' order before the call); returns how many.
+** The gang rule and the placement refusals both split a workload this way.
+*/
+static uint32_t partition(workload *w, const bool *first)
+{
+    cand *tmp = tly_xmalloc((w->n + 1) * sizeof *tmp);
+    uint32_t m = 0, lead = 0;
+    for (uint32_t pass = 0; pass < 2; pass++) {
+        for (uint32_t i = 0; i < w->n; i++)
+            if (first[i] == (pass == 0))
+                tmp[m++] = w->c[i];
+        if (pass == 0)
+            lead = m;
+    }
+    memcpy(w->c, tmp, w->n * sizeof *tmp);
+    free(tmp);
+    return lead;
+}
+
+/*
 ** The gang rule, as the pod engine applies it (gang.h): whether w's gated
 ** pods together with the members already admitted make the PodGroup
 ** satisfied. Without subgroups that is minMember pods. With subgroups,
@@ -374,18 +395,12 @@ static bool gang_ready(cycle *cy, workload *w, const tly_podgroup *pg, uint32_t 
             count[w->c[i].sg]++;
     bool ok = tly_gang_satisfied(pg, count, total, keep, NULL);
     if (ok) {
-        /* Stable partition: the pods that may run first, in their order. */
-        cand *tmp = tly_xmalloc((w->n + 1) * sizeof *tmp);
-        uint32_t m = 0;
-        for (uint32_t pass = 0; pass < 2; pass++) {
-            for (uint32_t i = 0; i < w->n; i++)
-                if ((w->c[i].sg < 0 || keep[w->c[i].sg]) == (pass == 0))
-                    tmp[m++] = w->c[i];
-            if (pass == 0)
-                *admit = m;
-        }
-        memcpy(w->c, tmp, w->n * sizeof *tmp);
-        free(tmp);
+        /* The pods that may run first, in their order. */
+        bool *first = tly_xmalloc((w->n + 1) * sizeof *first);
+        for (uint32_t i = 0; i < w->n; i++)
+            first[i] = w->c[i].sg < 0 || keep[w->c[i].sg];
+        *admit = partition(w, first);
+        free(first);
     }
     free(count);
     free(keep);
@@ -458,20 +473,14 @@ static uint32_t placement_refusals(cycle *cy, workload *w, uint32_t n, uint32_t 
     return refused;
 }
 
-/* w's pods c[0..n) reordered so that those with why == NULL come first (stable); returns how many. */
+/* w's pods reordered so that those with why == NULL come first (stable); returns how many. */
 static uint32_t accepted_first(workload *w)
 {
-    cand *tmp = tly_xmalloc((w->n + 1) * sizeof *tmp);
-    uint32_t m = 0, ok = 0;
-    for (uint32_t pass = 0; pass < 2; pass++) {
-        for (uint32_t i = 0; i < w->n; i++)
-            if (!w->c[i].why == (pass == 0))
-                tmp[m++] = w->c[i];
-        if (pass == 0)
-            ok = m;
-    }
-    memcpy(w->c, tmp, w->n * sizeof *tmp);
-    free(tmp);
+    bool *first = tly_xmalloc((w->n + 1) * sizeof *first);
+    for (uint32_t i = 0; i < w->n; i++)
+        first[i] = !w->c[i].why;
+    uint32_t ok = partition(w, first);
+    free(first);
     return ok;
 }
 
