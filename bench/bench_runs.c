@@ -18,6 +18,9 @@
 **   first   first fit with early exit (not a least-loaded design; shown
 **           for scale).
 ** Prints placements, seconds and Runs per second for each.
+**
+** --backlog makes the shape a large pending backlog (see build_input): the
+** expensive case, where most Runs are refused and some fit nowhere.
 */
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,21 +34,26 @@
 
 #include "bench.h"
 
-static char *build_input(unsigned pods, unsigned runs, size_t *len)
+/*
+** backlog: the Pods advertise an eighth of the capacity (runs 16, gpu 8, mem
+** 64, cpu 32), so about 10 Runs per Pod fit and nine in ten stay Pending, and
+** one Run in 20 asks for more GPUs (100) than any Pod has: it fits nowhere.
+*/
+static char *build_input(unsigned pods, unsigned runs, bool backlog, size_t *len)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     for (unsigned i = 0; i < pods; i++)
         fprintf(f,
                 "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: rt-%05u\n  namespace: bench\n"
-                "  labels: {runtime: py}\n  annotations:\n    kruntimes.io/capacity.runs: \"128\"\n"
-                "    kruntimes.io/capacities: '{\"example.com/gpu\": \"64\", \"example.com/mem\": "
-                "\"512\", \"example.com/cpu\": \"256\"}'\n"
+                "  labels: {runtime: py}\n  annotations:\n    kruntimes.io/capacity.runs: \"%u\"\n"
+                "    kruntimes.io/capacities: '{\"example.com/gpu\": \"%u\", \"example.com/mem\": "
+                "\"%u\", \"example.com/cpu\": \"%u\"}'\n"
                 "spec:\n  containers:\n  - {name: runtimed, image: kruntimes/python}\n"
                 "status:\n  phase: Running\n  conditions:\n  - {type: Ready, status: \"True\"}\n"
                 "  - {type: kruntimes.io/RuntimedReady, status: \"True\", lastProbeTime: "
                 "\"2026-11-29T12:00:00Z\"}\n",
-                i);
+                i, backlog ? 16 : 128, backlog ? 8 : 64, backlog ? 64 : 512, backlog ? 32 : 256);
     unsigned x = 12345;
     for (unsigned i = 0; i < runs; i++) {
         x = x * 1103515245u + 12345u;
@@ -56,7 +64,7 @@ static char *build_input(unsigned pods, unsigned runs, size_t *len)
                 "spec:\n  runtime: py\n  mode: {task: {args: [x]}}\n  resources:\n    requests:\n"
                 "      runs: \"1\"\n      example.com/gpu: \"%u\"\n      example.com/mem: \"%u\"\n"
                 "      example.com/cpu: \"%u\"\n",
-                i, (i / 60) % 60, i % 60, g, m, c);
+                i, (i / 60) % 60, i % 60, backlog && i % 20 == 7 ? 100 : g, m, c);
     }
     fclose(f);
     return buf;
@@ -69,11 +77,13 @@ __attribute__((noinline)) static void engine(tly_store *s)
     tly_runsched *rs = tly_runsched_create(s, now, true, NULL);
     tly_runsched_run(rs);
     double t1 = now_s();
-    unsigned placed = 0;
-    for (uint32_t i = 0; i < tly_runsched_nruns(rs); i++)
+    unsigned placed = 0, pending = 0;
+    for (uint32_t i = 0; i < tly_runsched_nruns(rs); i++) {
         placed += tly_runsched_run_at(rs, i)->pod >= 0;
-    printf("engine: %u runs placed of %u in %.3f s: %.0f Runs/s\n", placed,
-           tly_runsched_nruns(rs), t1 - t0, tly_runsched_nruns(rs) / (t1 - t0));
+        pending += tly_runsched_run_at(rs, i)->phase == TLY_RUN_PENDING;
+    }
+    printf("engine: %u runs placed of %u (%u Pending) in %.3f s: %.0f Runs/s\n", placed,
+           tly_runsched_nruns(rs), pending, t1 - t0, tly_runsched_nruns(rs) / (t1 - t0));
     tly_runsched_destroy(rs);
 }
 
@@ -119,14 +129,19 @@ __attribute__((noinline)) static void scan(tly_store *s, bool early_exit)
 
 int main(int argc, char **argv)
 {
+    bool backlog = argc > 1 && !strcmp(argv[1], "--backlog");
+    if (backlog) {
+        argv++;
+        argc--;
+    }
     if (argc < 3) {
-        fprintf(stderr, "usage: bench-runs PODS RUNS [engine|scan|first|both]\n");
+        fprintf(stderr, "usage: bench-runs [--backlog] PODS RUNS [engine|scan|first|both]\n");
         return 2;
     }
     unsigned pods = (unsigned)strtoul(argv[1], NULL, 10), runs = (unsigned)strtoul(argv[2], NULL, 10);
     const char *mode = argc > 3 ? argv[3] : "both";
     size_t len;
-    char *text = build_input(pods, runs, &len);
+    char *text = build_input(pods, runs, backlog, &len);
     tly_store *s = bench_load("bench-runs", text, len);
     bool both = strcmp(mode, "both") == 0;
     if (both || !strcmp(mode, "engine"))

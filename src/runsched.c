@@ -96,7 +96,21 @@ typedef struct {
     uint32_t nlive, caplive;
     uint32_t *wait;
     uint32_t nwait, capwait;
+    uint64_t gen;           /* bumped when any Pod's usage or capacity changes */
+    uint64_t grow;          /* bumped when room may have appeared (wake_group) */
 } rgroup;
+
+/*
+** A request that found no room in a group (the failure memo; see
+** refused_before): while the group's `grow` is unchanged only placements
+** happened there, which never make room, so an equal request is refused
+** again without a scan; while `gen` is unchanged nothing at all changed, so
+** the message stays the same too.
+*/
+typedef struct {
+    uint64_t grow, gen;
+    char *message;
+} refusal;
 
 struct tly_runsched {
     tly_store *s;
@@ -116,6 +130,9 @@ struct tly_runsched {
     uint32_t nclasses, capclasses;
     tly_strmap classmap, capmap;
     uint32_t ncapkeys;
+    tly_strmap refmap;      /* (group, request) -> refusals[] index + 1 */
+    refusal *refusals;
+    uint32_t nrefusals, caprefusals;
     bool indexed;           /* false: the plain per-Pod scan (the reference) */
     uint32_t *queue;
     uint32_t qhead, qtail, qcap;
@@ -125,19 +142,40 @@ struct tly_runsched {
 
 /* ---- setup --------------------------------------------------------------- */
 
+/* x, sep, y as one string (a NULL part is empty), in buf when it fits, else in arena a. */
+static char *join(tly_arena *a, char *buf, size_t cap, const char *x, char sep, const char *y, size_t *len)
+{
+    size_t nx = x ? strlen(x) : 0, ny = y ? strlen(y) : 0;
+    char *k = nx + ny + 2 <= cap ? buf : tly_arena_alloc(a, nx + ny + 2);
+    if (nx)
+        memcpy(k, x, nx);
+    k[nx] = sep;
+    if (ny)
+        memcpy(k + nx + 1, y, ny);
+    k[nx + ny + 1] = '\0';
+    *len = nx + ny + 1;
+    return k;
+}
+
+/* The maps' key of (x, y), kept in arena a. (printf is a tenth of setup at 100,000 Runs.) */
 static char *key2(tly_arena *a, const char *x, const char *y)
 {
-    return tly_arena_printf(a, "%s\x1f%s", x ? x : "", y ? y : "");
+    size_t len;
+    return join(a, NULL, 0, x, '\x1f', y, &len);
 }
 
 static int32_t group_of(tly_runsched *rs, const char *ns, const char *runtime, bool create)
 {
-    char *k = key2(rs->a, ns, runtime);
-    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->groupmap, k, strlen(k));
+    char buf[256];
+    size_t len;
+    char *k = join(rs->a, buf, sizeof buf, ns, '\x1f', runtime, &len);
+    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->groupmap, k, len);
     if (v)
         return (int32_t)v - 1;
     if (!create)
         return -1;
+    if (k == buf)
+        k = key2(rs->a, ns, runtime);
     if (rs->ngroups == rs->capgroups) {
         rs->capgroups = rs->capgroups ? rs->capgroups * 2 : 8;
         rs->groups = tly_xrealloc(rs->groups, rs->capgroups * sizeof *rs->groups);
@@ -146,7 +184,7 @@ static int32_t group_of(tly_runsched *rs, const char *ns, const char *runtime, b
     memset(g, 0, sizeof *g);
     g->ns = ns;
     g->runtime = runtime;
-    tly_strmap_put(&rs->groupmap, k, strlen(k), (void *)(uintptr_t)(rs->ngroups + 1));
+    tly_strmap_put(&rs->groupmap, k, len, (void *)(uintptr_t)(rs->ngroups + 1));
     return (int32_t)rs->ngroups++;
 }
 
@@ -298,6 +336,7 @@ static void class_join(tly_runsched *rs, uint32_t pi)
 /* Pod pi's usage or capacity changed: move it to the class that now fits. */
 static void reclass(tly_runsched *rs, uint32_t pi)
 {
+    rs->groups[rs->pods[pi].group].gen++;
     class_leave(rs, pi);
     class_join(rs, pi);
 }
@@ -320,6 +359,34 @@ static int cmp_placement(const void *pa, const void *pb, void *ctx)
     return c ? c : strcmp(a->meta.name, b->meta.name);
 }
 
+/* (creationTimestamp, index): the placement order when index order is (namespace, name) order. */
+static int cmp_created(const void *pa, const void *pb, void *ctx)
+{
+    const rrun *runs = ctx;
+    uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+    int64_t ca = runs[a].res.run->meta.created, cb = runs[b].res.run->meta.created;
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/*
+** Sorts order[0..n) into placement order. A store lists its Runs in
+** (namespace, name) order, which makes the index the tie break and spares
+** two strcmp per comparison (a third of setup at 100,000 Runs); that order
+** is checked here, not assumed.
+*/
+static void sort_placement(tly_runsched *rs, uint32_t *order, uint32_t n)
+{
+    bool by_index = true;
+    for (uint32_t i = 1; i < n && by_index; i++) {
+        const tly_meta *a = &rs->runs[i - 1].res.run->meta, *b = &rs->runs[i].res.run->meta;
+        int c = strcmp(a->ns ? a->ns : "", b->ns ? b->ns : "");
+        by_index = c < 0 || (c == 0 && strcmp(a->name, b->name) < 0);
+    }
+    qsort_r(order, n, sizeof *order, by_index ? cmp_created : cmp_placement, rs->runs);
+}
+
 tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tly_diags *d)
 {
     tly_runsched *rs = tly_xcalloc(1, sizeof *rs);
@@ -335,6 +402,7 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
     tly_strmap_init(&rs->runmap);
     tly_strmap_init(&rs->classmap);
     tly_strmap_init(&rs->capmap);
+    tly_strmap_init(&rs->refmap);
 
     /* Runtime Pods: every Pod with a `runtime` label. */
     uint32_t np = tly_store_count(s, TLY_K_POD);
@@ -382,7 +450,8 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
         r->res.phase = tly_run_phase_of(run);
         r->res.pod = -1;
         r->res.assigned = (run->assigned_pod && *run->assigned_pod) ? run->assigned_pod : NULL;
-        r->key = tly_arena_printf(rs->a, "%s/%s", run->meta.ns, run->meta.name);
+        size_t klen;
+        r->key = join(rs->a, NULL, 0, run->meta.ns, '/', run->meta.name, &klen);
         r->sched_time = scheduled_time(run);
         r->group = run->runtime ? group_of(rs, run->meta.ns, run->runtime, true) : -1;
         if (tly_run_normalized_request(run, rs->a, &r->request, &r->bad) != TLY_OK) {
@@ -393,8 +462,10 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
         char *k = key2(rs->a, run->meta.ns, run->meta.name);
         tly_strmap_put(&rs->runmap, k, strlen(k), (void *)(uintptr_t)(i + 1));
         if (r->res.assigned) {
-            char *pk = key2(rs->a, run->meta.ns, r->res.assigned);
-            uintptr_t pi = (uintptr_t)tly_strmap_get(&rs->podmap, pk, strlen(pk));
+            char buf[512];
+            size_t plen;
+            char *pk = join(rs->a, buf, sizeof buf, run->meta.ns, '\x1f', r->res.assigned, &plen);
+            uintptr_t pi = (uintptr_t)tly_strmap_get(&rs->podmap, pk, plen);
             if (pi)
                 r->res.pod = (int32_t)pi - 1;
         }
@@ -418,7 +489,7 @@ tly_runsched *tly_runsched_create(tly_store *s, int64_t now, bool have_clock, tl
     uint32_t *order = tly_xmalloc((nr + 1) * sizeof *order);
     for (uint32_t i = 0; i < nr; i++)
         order[i] = i;
-    qsort_r(order, nr, sizeof *order, cmp_placement, rs->runs);
+    sort_placement(rs, order, nr);
     for (uint32_t i = 0; i < nr; i++)
         rs->runs[order[i]].order = i;
     rs->queue = order;  /* reused as the work queue's first contents */
@@ -450,6 +521,8 @@ void tly_runsched_destroy(tly_runsched *rs)
     free(rs->classes);
     tly_strmap_free(&rs->classmap);
     tly_strmap_free(&rs->capmap);
+    tly_strmap_free(&rs->refmap);
+    free(rs->refusals);
     free(rs->groups);
     free(rs->pods);
     free(rs->runs);
@@ -496,6 +569,7 @@ static void wake_group(tly_runsched *rs, int32_t gi)
     if (gi < 0)
         return;
     rgroup *g = &rs->groups[gi];
+    g->grow++;
     if (g->nwait == 0)
         return;
     qsort_r(g->wait, g->nwait, sizeof *g->wait, cmp_order, rs->runs);
@@ -660,6 +734,7 @@ typedef struct {
     uint32_t capkey;
     bool valid, possible;
     uint64_t *amt;
+    int32_t *at;            /* per request entry: its index in the capacity list, or -1 */
 } aligned_req;
 
 static void align_request(tly_arena *a, const tly_rlist *capl, uint32_t capkey,
@@ -669,12 +744,16 @@ static void align_request(tly_arena *a, const tly_rlist *capl, uint32_t capkey,
     out->valid = true;
     out->possible = true;
     out->amt = tly_arena_zalloc(a, (capl->n + 1) * sizeof *out->amt);
+    out->at = tly_arena_alloc(a, (req->n + 1) * sizeof *out->at);
+    for (uint32_t q = 0; q < req->n; q++)
+        out->at[q] = -1;
     uint32_t j = 0;
     for (uint32_t c = 0; c < capl->n; c++) {
         for (; j < req->n && req->v[j].id < capl->v[c].id; j++)
             if (req->v[j].q.nanos > 0)
                 out->possible = false;
         if (j < req->n && req->v[j].id == capl->v[c].id) {
+            out->at[j] = (int32_t)c;
             tly_i128 q = req->v[j++].q.nanos;
             if (q < 0 || (q >> 62))
                 out->valid = false;
@@ -887,6 +966,90 @@ static char *qty_text(tly_arena *a, tly_qty q)
     return tly_arena_strdup(a, buf);
 }
 
+/* Does request entry req block Pod p: usage + request above capacity (0 when not advertised)? */
+static bool pod_blocked(const rpod *p, const tly_rq *req)
+{
+    tly_qty total;
+    return tly_qty_add(tly_rvec_get(&p->used, req->id), req->q, &total) != TLY_OK ||
+           tly_qty_cmp(total, tly_rlist_get(&p->cap, req->id, NULL)) > 0;
+}
+
+/*
+** Counts, per entry of request r, the available Pods of group g it blocks
+** (count[q]). The reference scan asks every Pod; the index asks each live
+** class once, since its members share capacity and the usage of everything
+** they advertise, with the aligned 64-bit values when the class has them. An
+** entry the class does not advertise depends on usage outside the class key,
+** so its members are asked one by one.
+*/
+static void count_blocked(tly_runsched *rs, const rrun *r, const rgroup *g, uint32_t *count)
+{
+    const tly_rlist *req = &r->request;
+    if (!rs->indexed) {
+        for (uint32_t k = 0; k < g->npods; k++) {
+            const rpod *p = &rs->pods[g->pods[k]];
+            if (p->res.state != TLY_RPOD_AVAILABLE)
+                continue;
+            for (uint32_t q = 0; q < req->n; q++)
+                count[q] += pod_blocked(p, &req->v[q]);
+        }
+        return;
+    }
+    tly_arena_reset(rs->scratch);
+    aligned_req ar = {0};
+    for (uint32_t k = 0; k < g->nlive; k++) {
+        const lclass *lc = &rs->classes[g->live[k]];
+        const rpod *rep = &rs->pods[lc->heap[0]];
+        if (!ar.amt || ar.capkey != lc->capkey)
+            align_request(rs->scratch, &rep->cap, lc->capkey, req, &ar);
+        for (uint32_t q = 0; q < req->n; q++) {
+            int32_t e = ar.at[q];
+            if (e >= 0 && lc->v && ar.valid) {
+                count[q] += lc->v[2 * e + 1] + ar.amt[e] > lc->v[2 * e] ? lc->n : 0;
+            } else if (e >= 0) {
+                count[q] += pod_blocked(rep, &req->v[q]) ? lc->n : 0;
+            } else {
+                for (uint32_t m = 0; m < lc->n; m++)
+                    count[q] += pod_blocked(&rs->pods[lc->heap[m]], &req->v[q]);
+            }
+        }
+    }
+}
+
+/*
+** The most of resource id free on one available Pod of group g (*most), and
+** whether any available Pod advertises it. Members of a class have the same
+** capacity and usage of what they advertise, so the index asks one per class:
+** its first Pod by name, as the reference scan would find it first.
+*/
+static bool most_free(tly_runsched *rs, const rgroup *g, uint32_t id, tly_qty *most)
+{
+    bool advertised = false, any = false;
+    uint32_t n = rs->indexed ? g->nlive : g->npods, at = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t pi = rs->indexed ? rs->classes[g->live[k]].heap[0] : g->pods[k];
+        const rpod *p = &rs->pods[pi];
+        if (p->res.state != TLY_RPOD_AVAILABLE)
+            continue;
+        bool found;
+        tly_qty cap = tly_rlist_get(&p->cap, id, &found);
+        if (!found)
+            continue;
+        advertised = true;
+        tly_qty free_q;
+        if (tly_qty_sub(cap, tly_rvec_get(&p->used, id), &free_q) != TLY_OK)
+            continue;
+        /* Equal amounts: the first Pod by name, whose quantity's format is the one shown. */
+        int c = any ? tly_qty_cmp(free_q, *most) : 1;
+        if (c > 0 || (c == 0 && pi < at)) {
+            *most = free_q;
+            at = pi;
+        }
+        any = true;
+    }
+    return advertised;
+}
+
 /*
 ** Explains why no available Pod fits: the resource that blocked the most
 ** Pods (ties by name), with the most that any Pod has free.
@@ -894,49 +1057,27 @@ static char *qty_text(tly_arena *a, tly_qty q)
 static char *capacity_message(tly_runsched *rs, uint32_t i, const rgroup *g)
 {
     const rrun *r = &rs->runs[i];
+    uint32_t stackcount[16], *count = r->request.n <= 16 ? stackcount : tly_xmalloc(r->request.n * sizeof *count);
+    memset(count, 0, r->request.n * sizeof *count);
+    count_blocked(rs, r, g, count);
     uint32_t best_id = TLY_NAME_NONE, best_count = 0;
     for (uint32_t q = 0; q < r->request.n; q++) {
         const tly_rq *req = &r->request.v[q];
-        uint32_t count = 0;
-        for (uint32_t k = 0; k < g->npods; k++) {
-            const rpod *p = &rs->pods[g->pods[k]];
-            if (p->res.state != TLY_RPOD_AVAILABLE)
-                continue;
-            tly_qty total;
-            if (tly_qty_add(tly_rvec_get(&p->used, req->id), req->q, &total) != TLY_OK ||
-                tly_qty_cmp(total, tly_rlist_get(&p->cap, req->id, NULL)) > 0)
-                count++;
-        }
         const char *name = tly_names_str(rs->names, req->id);
-        if (count > best_count ||
-            (count == best_count && count > 0 && strcmp(name, tly_names_str(rs->names, best_id)) < 0)) {
-            best_count = count;
+        if (count[q] > best_count ||
+            (count[q] == best_count && count[q] > 0 && strcmp(name, tly_names_str(rs->names, best_id)) < 0)) {
+            best_count = count[q];
             best_id = req->id;
         }
     }
+    if (count != stackcount)
+        free(count);
     if (best_id == TLY_NAME_NONE)
         return tly_arena_printf(rs->a, "no available Runtime Pod of runtime \"%s\" fits the Run",
                                 g->runtime);
     const char *name = tly_names_str(rs->names, best_id);
-    bool advertised = false, any = false;
     tly_qty most = {0, TLY_QFMT_DECIMAL_SI};
-    for (uint32_t k = 0; k < g->npods; k++) {
-        const rpod *p = &rs->pods[g->pods[k]];
-        if (p->res.state != TLY_RPOD_AVAILABLE)
-            continue;
-        bool found;
-        tly_qty cap = tly_rlist_get(&p->cap, best_id, &found);
-        if (!found)
-            continue;
-        advertised = true;
-        tly_qty free_q;
-        if (tly_qty_sub(cap, tly_rvec_get(&p->used, best_id), &free_q) != TLY_OK)
-            continue;
-        if (!any || tly_qty_cmp(free_q, most) > 0)
-            most = free_q;
-        any = true;
-    }
-    if (!advertised)
+    if (!most_free(rs, g, best_id, &most))
         return tly_arena_printf(rs->a,
                                 "no available Runtime Pod of runtime \"%s\" advertises %s",
                                 g->runtime, name);
@@ -1000,6 +1141,58 @@ static bool prefilter_ends(tly_runsched *rs, rrun *r)
     return false;
 }
 
+/*
+** The failure memo's entry for Run r's request in its group (refusal, at the
+** top), created empty when the request is new there. The pointer is good
+** until the next entry is created.
+*/
+static refusal *refusal_of(tly_runsched *rs, const rrun *r)
+{
+    /* Field by field (group, then each entry's id and nanos): the structs have padding. */
+    const size_t step = sizeof(uint32_t) + sizeof(tly_i128);
+    size_t len = sizeof r->group + r->request.n * step;
+    char stackbuf[512], *k = len <= sizeof stackbuf ? stackbuf : tly_xmalloc(len);
+    memcpy(k, &r->group, sizeof r->group);
+    for (uint32_t q = 0; q < r->request.n; q++) {
+        memcpy(k + sizeof r->group + q * step, &r->request.v[q].id, sizeof(uint32_t));
+        memcpy(k + sizeof r->group + q * step + sizeof(uint32_t), &r->request.v[q].q.nanos, sizeof(tly_i128));
+    }
+    uintptr_t v = (uintptr_t)tly_strmap_get(&rs->refmap, k, len);
+    if (!v) {
+        if (rs->nrefusals == rs->caprefusals) {
+            rs->caprefusals = rs->caprefusals ? rs->caprefusals * 2 : 16;
+            rs->refusals = tly_xrealloc(rs->refusals, rs->caprefusals * sizeof *rs->refusals);
+        }
+        rs->refusals[rs->nrefusals] = (refusal){UINT64_MAX, UINT64_MAX, NULL};
+        char *kept = tly_arena_alloc(rs->a, len);
+        memcpy(kept, k, len);
+        v = ++rs->nrefusals;
+        tly_strmap_put(&rs->refmap, kept, len, (void *)v);
+    }
+    if (k != stackbuf)
+        free(k);
+    return &rs->refusals[v - 1];
+}
+
+/*
+** Whether the failure memo refuses Run i (no affinity terms) without a
+** scan: an equal request found no room in its group and no room has
+** appeared since. Then the Run is left Pending with the message of the
+** group's current state, made again only when the group changed.
+*/
+static bool refused_before(tly_runsched *rs, uint32_t i, const rgroup *g)
+{
+    refusal *f = refusal_of(rs, &rs->runs[i]);
+    if (f->grow != g->grow || g->navail == 0)
+        return false;
+    if (f->gen != g->gen) {
+        f->message = capacity_message(rs, i, g);
+        f->gen = g->gen;
+    }
+    set_pending(rs, i, TLY_REASON_INSUFFICIENT_CAPACITY, f->message);
+    return true;
+}
+
 int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
 {
     rrun *r = &rs->runs[i];
@@ -1024,10 +1217,12 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
                                      g->runtime, g->runtime, g->ns));
         return -1;
     }
-    cand *c = tly_xmalloc((g->npods + 1) * sizeof *c);
-    uint32_t n = 0, navail = 0, naff = 0, nanti = 0;
     bool by_class = rs->indexed && run->naffinity_required == 0 && run->nanti_required == 0 &&
                     run->naffinity_preferred == 0 && run->nanti_preferred == 0;
+    if (by_class && refused_before(rs, i, g))
+        return -1;
+    cand *c = tly_xmalloc((g->npods + 1) * sizeof *c);
+    uint32_t n = 0, navail = 0, naff = 0, nanti = 0;
     if (by_class) {
         /* The index: one candidate per live class, its first Pod by name. */
         navail = g->navail;
@@ -1082,8 +1277,12 @@ int32_t tly_runsched_reserve(tly_runsched *rs, uint32_t i)
                                          "every available Runtime Pod of runtime \"%s\" with room "
                                          "for the Run violates its required Run anti-affinity",
                                          g->runtime));
-        else
-            set_pending(rs, i, TLY_REASON_INSUFFICIENT_CAPACITY, capacity_message(rs, i, g));
+        else {
+            char *why = capacity_message(rs, i, g);
+            if (by_class)
+                *refusal_of(rs, r) = (refusal){g->grow, g->gen, why};
+            set_pending(rs, i, TLY_REASON_INSUFFICIENT_CAPACITY, why);
+        }
         return -1;
     }
     uint32_t pod = choose(rs, i, c, n);
@@ -1146,8 +1345,11 @@ static int cmp_sched(const void *pa, const void *pb, void *ctx)
     return strcmp(a->res.run->meta.name, b->res.run->meta.name);
 }
 
-/* Pod p's runtimed admits its Scheduled Runs, oldest Scheduled first. */
-static void admit_pod(tly_runsched *rs, uint32_t pi)
+/*
+** Pod pi's runtimed admits its Scheduled Runs, sched[0..n) (index order;
+** sorted here), oldest Scheduled first.
+*/
+static void admit_pod(tly_runsched *rs, uint32_t pi, uint32_t *sched, uint32_t n)
 {
     rpod *p = &rs->pods[pi];
     p->dirty = false;
@@ -1155,12 +1357,6 @@ static void admit_pod(tly_runsched *rs, uint32_t pi)
     char **keys;
     uint32_t nk = tly_runtimed_take_waiters(p->rd, &keys);
     tly_runtimed_free_keys(keys, nk);
-    uint32_t *sched = tly_xmalloc((rs->nruns + 1) * sizeof *sched), n = 0;
-    for (uint32_t i = 0; i < rs->nruns; i++) {
-        rrun *r = &rs->runs[i];
-        if (r->res.pod == (int32_t)pi && r->res.phase == TLY_RUN_SCHEDULED && !r->assumed)
-            sched[n++] = i;
-    }
     qsort_r(sched, n, sizeof *sched, cmp_sched, rs->runs);
     for (uint32_t k = 0; k < n; k++) {
         rrun *r = &rs->runs[sched[k]];
@@ -1208,7 +1404,42 @@ static void admit_pod(tly_runsched *rs, uint32_t pi)
             p->res.pod->meta.name, tly_names_str(rs->names, bad),
             qty_text(rs->a, tly_rlist_get(&r->request, bad, NULL)), qty_text(rs->a, free_q));
     }
-    free(sched);
+}
+
+/*
+** Every dirty Pod admits its Scheduled Runs. The Runs are filed by Pod once
+** (a counting sort in index order), not looked for in every Run per Pod:
+** admitting on one Pod changes only that Pod's Runs, so the lists stay true.
+** Returns whether any Pod was dirty.
+*/
+static bool admit_dirty(tly_runsched *rs)
+{
+    uint32_t first = 0;
+    while (first < rs->npods && !rs->pods[first].dirty)
+        first++;
+    if (first == rs->npods)
+        return false;
+    uint32_t *start = tly_xcalloc(rs->npods + 2, sizeof *start);
+    uint32_t *byp = tly_xmalloc((rs->nruns + 1) * sizeof *byp);
+    for (uint32_t i = 0; i < rs->nruns; i++) {
+        const rrun *r = &rs->runs[i];
+        if (r->res.pod >= 0 && r->res.phase == TLY_RUN_SCHEDULED && !r->assumed)
+            start[r->res.pod + 2]++;
+    }
+    for (uint32_t p = 0; p < rs->npods; p++)
+        start[p + 2] += start[p + 1];
+    for (uint32_t i = 0; i < rs->nruns; i++) {
+        const rrun *r = &rs->runs[i];
+        if (r->res.pod >= 0 && r->res.phase == TLY_RUN_SCHEDULED && !r->assumed)
+            byp[start[r->res.pod + 1]++] = i;
+    }
+    /* start[p] .. start[p + 1] are now Pod p's Runs. */
+    for (uint32_t p = first; p < rs->npods; p++)
+        if (rs->pods[p].dirty)
+            admit_pod(rs, p, byp + start[p], start[p + 1] - start[p]);
+    free(byp);
+    free(start);
+    return true;
 }
 
 /* ---- the loop and events ---------------------------------------------------- */
@@ -1222,12 +1453,7 @@ void tly_runsched_run(tly_runsched *rs)
             if (tly_runsched_reserve(rs, i) >= 0)
                 tly_runsched_bind(rs, i);
         }
-        bool any = false;
-        for (uint32_t p = 0; p < rs->npods; p++)
-            if (rs->pods[p].dirty) {
-                admit_pod(rs, p);
-                any = true;
-            }
+        bool any = admit_dirty(rs);
         if (!any || rs->qhead == rs->qtail)
             break;
     }
