@@ -25,6 +25,12 @@ size_t tly_kube_capture_count(const tly_kube_capture *c);
 /* Kinds the server does not serve ("kruntimes.io Run"), for one note each. */
 size_t tly_kube_capture_nabsent(const tly_kube_capture *c);
 const char *tly_kube_capture_absent(const tly_kube_capture *c, size_t i);
+/*
+** Why the CustomResourceDefinitions could not be read (RBAC refused their
+** LIST), or NULL. They only feed validate's CRD checks, so the capture goes
+** on without them and the caller says so.
+*/
+const char *tly_kube_capture_crds_skipped(const tly_kube_capture *c);
 
 /*
 ** Decodes every object into s (not finished), each named by its API path

@@ -145,7 +145,8 @@ uint64_t tly_kube_requests(const tly_kube *k);
 ** note, never an error; discovery is re-checked by the reflectors.
 */
 typedef struct {
-    int kind;                /* a tly_kind */
+    int kind;                /* a tly_kind, or -1 (CustomResourceDefinitions: `name`) */
+    const char *name;        /* the kind's name when `kind` is -1, else NULL */
     const char *group;       /* "" for core */
     const char *version;     /* the version in use ("v1", "v1beta2", ...), or NULL if absent */
     const char *resource;    /* plural ("pods"), from discovery */
@@ -160,6 +161,13 @@ int tly_kube_discover(tly_kube *k, tly_kube_discovery **out, char *err, size_t e
 void tly_kube_discovery_free(tly_kube_discovery *d);
 uint32_t tly_kube_discovery_count(const tly_kube_discovery *d);
 const tly_kube_kind *tly_kube_discovery_at(const tly_kube_discovery *d, uint32_t i);
+/*
+** Where the server serves CustomResourceDefinitions (apiextensions.k8s.io/v1;
+** `served` false when it does not). Contract section 2 reads them to check
+** objects of tally's kinds; they are no tly_kind, so they are not among
+** tly_kube_discovery_at's.
+*/
+const tly_kube_kind *tly_kube_discovery_crds(const tly_kube_discovery *d);
 /* The server's gitVersion from /version, or NULL. */
 const char *tly_kube_discovery_server_version(const tly_kube_discovery *d);
 

@@ -121,6 +121,9 @@ int tly_cmd_live_capture(const char *cmd, const tly_cmd_live *lv, const char *ab
     for (size_t i = 0; i < tly_kube_capture_nabsent(*out); i++)
         fprintf(stderr, "note: the API server does not serve %s (its CRD is not installed); %s\n",
                 tly_kube_capture_absent(*out, i), absent_tail);
+    if (tly_kube_capture_crds_skipped(*out))
+        fprintf(stderr, "note: objects are not checked against their CustomResourceDefinitions: %s\n",
+                tly_kube_capture_crds_skipped(*out));
     return 0;
 }
 

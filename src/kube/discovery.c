@@ -39,6 +39,7 @@ static const int specs[] = {
 
 struct tly_kube_discovery {
     tly_kube_kind kinds[NSPECS];
+    tly_kube_kind crds;
     char *server_version;
     tly_arena *a;
 };
@@ -144,7 +145,7 @@ int tly_kube_discover(tly_kube *k, tly_kube_discovery **out, char *err, size_t e
     if (rc == TLY_OK && ver && str_of(ver, "gitVersion"))
         d->server_version = tly_arena_strdup(d->a, str_of(ver, "gitVersion"));
     const tly_node *apis = rc == TLY_OK ? get_json(k, "/apis", d->a, &missing, &rc, err, errlen) : NULL;
-    gv_cache cache[NSPECS * 4];
+    gv_cache cache[NSPECS * 4 + 1];
     size_t ncache = 0;
     for (size_t i = 0; rc == TLY_OK && i < NSPECS; i++) {
         tly_kube_kind *kk = &d->kinds[i];
@@ -163,6 +164,15 @@ int tly_kube_discover(tly_kube *k, tly_kube_discovery **out, char *err, size_t e
             }
         }
     }
+    tly_kube_kind *cr = &d->crds;
+    *cr = (tly_kube_kind){.kind = -1, .name = "CustomResourceDefinition", .group = "apiextensions.k8s.io"};
+    if (rc == TLY_OK && group_serves(apis, cr->group, "v1")) {
+        const tly_node *l = resources_of(k, cache, &ncache, cr->group, "v1", d->a, &rc, err, errlen);
+        if (rc == TLY_OK && find_resource(l, cr->name, cr, d->a)) {
+            cr->version = "v1";
+            cr->served = true;
+        }
+    }
     if (rc != TLY_OK) {
         tly_kube_discovery_free(d);
         return rc;
@@ -170,6 +180,8 @@ int tly_kube_discover(tly_kube *k, tly_kube_discovery **out, char *err, size_t e
     *out = d;
     return TLY_OK;
 }
+
+const tly_kube_kind *tly_kube_discovery_crds(const tly_kube_discovery *d) { return &d->crds; }
 
 void tly_kube_discovery_free(tly_kube_discovery *d)
 {
@@ -210,6 +222,6 @@ char *tly_kube_object_path(const tly_kube_kind *kk, const char *ns, const char *
 
 char *tly_kube_kind_resource_name(const tly_kube_kind *kk)
 {
-    const char *res = kk->resource ? kk->resource : tly_kind_name(kk->kind);
+    const char *res = kk->resource ? kk->resource : kk->name ? kk->name : tly_kind_name(kk->kind);
     return *kk->group ? tly_xasprintf("%s.%s", res, kk->group) : tly_xstrdup(res);
 }

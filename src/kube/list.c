@@ -105,7 +105,7 @@ int tly_kube_list(tly_kube *k, const tly_kube_kind *kk, uint32_t page, tly_kube_
     char *base = tly_kube_kind_path(kk);
     char *what = tly_kube_kind_resource_name(kk);
     char *api = *kk->group ? tly_xasprintf("%s/%s", kk->group, kk->version) : tly_xstrdup(kk->version);
-    const char *kind = tly_kind_name(kk->kind);
+    const char *kind = kk->name ? kk->name : tly_kind_name(kk->kind);
     tly_arena *a = tly_arena_create(1 << 20);
     char *cont = NULL;
     int restarts = 0, rc = TLY_OK;

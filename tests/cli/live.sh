@@ -86,6 +86,31 @@ grep -q '^/apis/scheduling.run.ai/v2/queues/bare:1:1: warning: Queue bare: spec.
   || { bad "live validate does not name the object by its API path at 1:1"; cat "$tmp/val.out"; }
 control delete '{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","name":"bare"}'
 
+# The CRDs come from the API server too (contract sections 2 and 4): a Queue stored as an older
+# CRD allowed it (an unknown field, a string priority) is checked against the server's Queue CRD.
+control put '{"object":{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"strict"},"spec":{"priority":"high","foo":1,"resources":{"cpu":{"quota":-1,"limit":-1},"memory":{"quota":-1,"limit":-1},"gpu":{"quota":-1,"limit":-1}}}}}'
+"$TALLY" validate --kubeconfig "$KC" >"$tmp/val.out" 2>"$tmp/val.err"
+grep -q '^/apis/scheduling.run.ai/v2/queues/strict:1:1: error: Queue strict: spec.foo: unknown field "spec.foo"' "$tmp/val.out" && ok \
+  || { bad "live validate does not check objects against the server's CRD (unknown field)"; cat "$tmp/val.out"; }
+grep -q '^/apis/scheduling.run.ai/v2/queues/strict:1:1: error: Queue strict: spec.priority: .*integer' "$tmp/val.out" && ok \
+  || { bad "live validate does not check objects against the server's CRD (type)"; cat "$tmp/val.out"; }
+# Only the CRDs of tally's groups are read: a CRD of another group is left out of a snapshot.
+control put '{"object":{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","names":{"plural":"widgets","singular":"widget","kind":"Widget"},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}}'
+"$TALLY" snapshot --kubeconfig "$KC" -o "$tmp/snap-crd.json" 2>/dev/null
+[ "$(jq -r '[.items[] | select(.kind == "CustomResourceDefinition") | .metadata.name] | join(" ")' "$tmp/snap-crd.json")" \
+  = "accountedresources.scheduling.run.ai configs.kai.scheduler podgroups.scheduling.run.ai queues.scheduling.run.ai runs.kruntimes.io runtimes.kruntimes.io" ] && ok \
+  || bad "a snapshot should hold the CRDs of tally's groups and no other: $(jq -r '[.items[] | select(.kind == "CustomResourceDefinition") | .metadata.name] | join(" ")' "$tmp/snap-crd.json")"
+# The same file gives the same findings (named by file and line there).
+"$TALLY" validate "$tmp/snap-crd.json" 2>/dev/null | grep -q 'error: Queue strict: spec.foo: unknown field "spec.foo"' && ok \
+  || bad "validate of the snapshot does not check the Queue against the CRD it holds"
+# An anonymized snapshot keeps the CRDs as they are (a schema is not the user's data).
+"$TALLY" snapshot --kubeconfig "$KC" --anonymize -o "$tmp/snap-anon.json" 2>/dev/null
+cmp -s <(jq -S '[.items[] | select(.kind == "CustomResourceDefinition")]' "$tmp/snap-crd.json") \
+  <(jq -S '[.items[] | select(.kind == "CustomResourceDefinition")]' "$tmp/snap-anon.json") && ok \
+  || bad "--anonymize changed a CRD"
+control delete '{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","name":"strict"}'
+control delete '{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","name":"widgets.example.com"}'
+
 # Every context of the kubeconfig reads the same cluster.
 for ctx in token cert cert-data tokenfile exec insecure; do
   "$TALLY" simulate -o json --now $NOW --kubeconfig "$KC" --context $ctx >"$tmp/ctx.json" 2>"$tmp/ctx.err"
@@ -139,6 +164,13 @@ sed "s#server: .*#server: https://127.0.0.1:1#" "$KC" >"$tmp/down.kc"
 [ $? -eq 1 ] && grep -q 'cannot reach the API server at https://127.0.0.1:1' "$tmp/e1" && ok || { bad "unreachable"; cat "$tmp/e1"; }
 "$TALLY" simulate --kubeconfig "$KC" --context limited >/dev/null 2>"$tmp/e2"
 [ $? -eq 1 ] && grep -q '403 Forbidden' "$tmp/e2" && grep -q 'grant verb "list"' "$tmp/e2" && ok || { bad "RBAC refusal"; cat "$tmp/e2"; }
+# Every kind but the CRDs: the commands go on, with one note that the CRD checks are skipped.
+control rbac '{"user":"limited","allow":[{"verbs":["get","list","watch"],"apiGroups":["","scheduling.k8s.io","scheduling.run.ai","kai.scheduler","resource.k8s.io","kruntimes.io"],"resources":["*"]}]}'
+"$TALLY" simulate -o json --now $NOW --kubeconfig "$KC" --context limited >"$tmp/lim.json" 2>"$tmp/e2b"
+[ $? -eq 0 ] && cmp -s "$tmp/lim.json" "$tmp/file.json" \
+  && grep -q '^note: objects are not checked against their CustomResourceDefinitions: .*403' "$tmp/e2b" && ok \
+  || { bad "a refused LIST of CRDs should be a note"; cat "$tmp/e2b"; }
+control rbac '{"user":"limited","allow":[]}'
 ADMIN=$(jq -r .token "$tmp/k/ready.json")
 sed "s#$ADMIN#not-a-token#" "$KC" >"$tmp/badtok.kc"
 "$TALLY" simulate --kubeconfig "$tmp/badtok.kc" --context token >/dev/null 2>"$tmp/e3"
