@@ -467,6 +467,12 @@ void tly_store_set_crds(tly_store *s, struct tly_crdset *crds)
 
 const struct tly_crdset *tly_store_crds(const tly_store *s) { return s->crds; }
 
+void tly_store_use_crds(tly_store *s, const struct tly_crdset *crds)
+{
+    s->crds = (struct tly_crdset *)crds;  /* only read: admit checks, never adds */
+    s->crds_owned = false;
+}
+
 void tly_store_set_snapshot_params(tly_store *s, const char *scheduler_name, const char *queue_label_key)
 {
     if (scheduler_name)

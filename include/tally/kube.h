@@ -168,6 +168,12 @@ const tly_kube_kind *tly_kube_discovery_at(const tly_kube_discovery *d, uint32_t
 ** tly_kube_discovery_at's.
 */
 const tly_kube_kind *tly_kube_discovery_crds(const tly_kube_discovery *d);
+/*
+** Whether group is the group of one of tally's kinds (not core): the only
+** CRDs that say anything about objects tally reads; a cluster may hold
+** hundreds of others.
+*/
+bool tly_kube_tally_group(const tly_kube_discovery *d, const char *group);
 /* The server's gitVersion from /version, or NULL. */
 const char *tly_kube_discovery_server_version(const tly_kube_discovery *d);
 

@@ -91,6 +91,14 @@ void tly_live_sweep_abort(tly_live_sweep *sw);
 tly_store *tly_live_fork(tly_live *l);
 
 /*
+** Replaces the CustomResourceDefinitions that forks taken from now on check
+** reviewed objects against (admit.h; crd.h). Takes set (NULL: none); the
+** old set is freed once the last fork that holds it is gone. Any thread.
+*/
+struct tly_crdset;
+void tly_live_set_crds(tly_live *l, struct tly_crdset *set);
+
+/*
 ** The live ledger of a fork as queue sums: a tly_queues over the fork's
 ** queues and AccountedResources with every ledger row charged to its queue
 ** and the queue's ancestors (allocated, allocatedNonPreemptible,

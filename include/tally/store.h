@@ -147,6 +147,8 @@ const char *tly_store_pod_queue(const tly_store *s, const tly_pod *p, const tly_
 */
 struct tly_crdset;
 void tly_store_set_crds(tly_store *s, struct tly_crdset *crds);
+/* A view's CRDs (not owned: the backend keeps them alive as long as the view). */
+void tly_store_use_crds(tly_store *s, const struct tly_crdset *crds);
 /* The CustomResourceDefinitions read (NULL when there were none): admit checks objects against them. */
 const struct tly_crdset *tly_store_crds(const tly_store *s);
 

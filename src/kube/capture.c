@@ -97,19 +97,6 @@ static const char *str_at(const tly_node *n, const char *key)
     return v && v->type == TLY_N_STRING ? v->str : NULL;
 }
 
-/*
-** Whether a CRD's spec.group is the group of one of tally's kinds: only
-** those CRDs say anything about objects tally reads (contract sections 2
-** and 4), and a cluster may hold hundreds of others.
-*/
-static bool tally_group(const tly_kube_discovery *d, const char *group)
-{
-    for (uint32_t i = 0; group && *group && i < tly_kube_discovery_count(d); i++)
-        if (!strcmp(tly_kube_discovery_at(d, i)->group, group))
-            return true;
-    return false;
-}
-
 static int on_item(void *ud, const tly_node *it)
 {
     list_ctx *x = ud;
@@ -120,7 +107,7 @@ static int on_item(void *ud, const tly_node *it)
         c->tlen = x->text_first;
         return TLY_OK;
     }
-    if (x->d && !tally_group(x->d, str_at(tly_node_get(it, "spec"), "group")))
+    if (x->d && !tly_kube_tally_group(x->d, str_at(tly_node_get(it, "spec"), "group")))
         return TLY_OK;
     drop_managed_fields((tly_node *)it);
     rewind(x->mem);

@@ -183,6 +183,14 @@ int tly_kube_discover(tly_kube *k, tly_kube_discovery **out, char *err, size_t e
 
 const tly_kube_kind *tly_kube_discovery_crds(const tly_kube_discovery *d) { return &d->crds; }
 
+bool tly_kube_tally_group(const tly_kube_discovery *d, const char *group)
+{
+    for (size_t i = 0; group && *group && i < NSPECS; i++)
+        if (!strcmp(d->kinds[i].group, group))
+            return true;
+    return false;
+}
+
 void tly_kube_discovery_free(tly_kube_discovery *d)
 {
     if (!d)

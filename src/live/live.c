@@ -22,6 +22,7 @@
 #include "tally/live.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "ledger.h"
 #include "ptree.h"
 #include "tally/arena.h"
+#include "tally/crd.h"
 #include "tally/decode.h"
 #include "tally/error.h"
 #include "tally/nodefit.h"
@@ -48,9 +50,28 @@ typedef struct {
     tly_contrib *charge;
 } lobj;
 
+/*
+** The CustomResourceDefinitions a fork checks reviewed objects against
+** (tly_live_set_crds): shared by every fork taken while they were current,
+** freed with the last of them.
+*/
+typedef struct {
+    tly_crdset *set;
+    atomic_int refs;
+} crdref;
+
+static void crdref_drop(crdref *c)
+{
+    if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
+        tly_crdset_destroy(c->set);
+        free(c);
+    }
+}
+
 /* What a fork (or the writer's head) reads. */
 typedef struct {
     tly_live *l;
+    crdref *crds;            /* a fork's reference, or NULL */
     uint64_t epoch;          /* the fork's; 0 for the head */
     tly_ptree *kinds[TLY_K_COUNT];
     tly_ptree *rtpods;
@@ -98,6 +119,7 @@ struct tly_live {
     uint64_t version;
     /* How long the writer lock was held: per event/sweep and per fork, in log2 ns buckets. */
     uint64_t hold_hist[2][40];
+    crdref *crds;            /* the current CRDs (one reference), or NULL; under wmu */
 };
 
 static uint64_t now_ns(void)
@@ -246,6 +268,7 @@ static void *b_derived(void *ctx, tly_store *s, int slot, void (**destroy)(void 
 static void b_release_fork(void *ctx)
 {
     lview *v = ctx;
+    crdref_drop(v->crds);
     tly_epochs_release(&v->l->ep, v->epoch);
     free(v);
 }
@@ -343,6 +366,7 @@ void tly_live_destroy(tly_live *l)
     if (!l)
         return;
     drop_head(l);
+    crdref_drop(l->crds);
     tly_ptree_each(l->on_node, free_value, NULL);
     tly_ptree_each(l->in_group, free_value, NULL);
     tly_arena_destroy(l->scratch);
@@ -866,13 +890,32 @@ tly_store *tly_live_fork(tly_live *l)
     v->groups = l->groups;
     v->runs_on = l->runs_on;
     memcpy(v->seen_rv, l->seen_rv, sizeof v->seen_rv);
+    if ((v->crds = l->crds))
+        atomic_fetch_add(&v->crds->refs, 1);
     const tly_config *cfg = first_config(l->kinds[TLY_K_CONFIG]);
     v->epoch = tly_epochs_fork(&l->ep);
     held_for(l, HOLD_FORK, t0);
     pthread_mutex_unlock(&l->wmu);
     tly_store *s = tly_store_create_view(&fork_backend, v, l->names, cfg, l->scheduler_name);
     tly_store_set_gating_mode(s, l->gating_mode);
+    if (v->crds)
+        tly_store_use_crds(s, v->crds->set);
     return s;
+}
+
+void tly_live_set_crds(tly_live *l, tly_crdset *set)
+{
+    crdref *c = NULL;
+    if (set) {
+        c = tly_xmalloc(sizeof *c);
+        c->set = set;
+        atomic_init(&c->refs, 1);
+    }
+    pthread_mutex_lock(&l->wmu);
+    crdref *old = l->crds;
+    l->crds = c;
+    pthread_mutex_unlock(&l->wmu);
+    crdref_drop(old);
 }
 
 tly_queues *tly_live_queues(tly_store *fork)

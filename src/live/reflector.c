@@ -22,6 +22,8 @@
 #include <time.h>
 
 #include "tally/arena.h"
+#include "tally/crd.h"
+#include "tally/diag.h"
 #include "tally/error.h"
 #include "tally/objects.h"
 
@@ -56,6 +58,8 @@ struct tly_reflectors {
     volatile int stop;
     refl r[NKINDS];
     int n;
+    pthread_t crd_th;        /* crd_run */
+    bool crd_started;
 };
 
 static int64_t mono_ms(void)
@@ -401,6 +405,84 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* ---- the CustomResourceDefinitions -------------------------------------------------- */
+
+typedef struct {
+    tly_crdset *set;
+    const tly_kube_discovery *d;
+} crd_ctx;
+
+static int on_crd(void *ctx, const tly_node *it)
+{
+    crd_ctx *x = ctx;
+    if (!it) {
+        /* The LIST restarted: forget what it gave so far. */
+        tly_crdset_destroy(x->set);
+        x->set = tly_crdset_create();
+        return TLY_OK;
+    }
+    if (!tly_kube_tally_group(x->d, str_at(tly_node_get(it, "spec"), "group")))
+        return TLY_OK;
+    const char *name = str_at(tly_node_get(it, "metadata"), "name");
+    char *path = tly_xasprintf("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s", name ? name : "");
+    tly_diags *dg = tly_diags_create();  /* a CRD tally cannot use is simply not used */
+    tly_crdset_add(x->set, it, path, dg);
+    tly_diags_destroy(dg);
+    free(path);
+    return TLY_OK;
+}
+
+/* One LIST of the CRDs of tally's groups into the live state; false when it failed (err). */
+static bool list_crds(tly_reflectors *s, char *err, size_t errlen)
+{
+    tly_kube_discovery *d;
+    if (tly_kube_discover(s->o.kube, &d, err, errlen) != TLY_OK)
+        return false;
+    const tly_kube_kind *kk = tly_kube_discovery_crds(d);
+    bool ok = true;
+    if (kk->served) {
+        crd_ctx x = {tly_crdset_create(), d};
+        char *rv = NULL;
+        ok = tly_kube_list(s->o.kube, kk, s->o.page, on_crd, &x, &rv, NULL, err, errlen) == TLY_OK;
+        free(rv);
+        if (ok) {
+            tly_live_set_crds(s->o.live, x.set);
+            x.set = NULL;
+        }
+        tly_crdset_destroy(x.set);
+    }
+    tly_kube_discovery_free(d);
+    return ok;
+}
+
+/*
+** The CRDs that the object webhooks check reviewed objects against: listed
+** at start and again every recheck period (30 s), since they change only
+** when an operator installs or upgrades one. A failed LIST keeps the last
+** set and is logged once until one succeeds again. They do not count for
+** readiness: the API server has already checked every object against its
+** CRD before it calls a webhook, so a decision without them is no weaker
+** than one on a state that has none.
+*/
+static void *crd_run(void *arg)
+{
+    tly_reflectors *s = arg;
+    bool failing = false;
+    long period = s->o.recheck_ms ? s->o.recheck_ms : 30000;
+    while (!s->stop) {
+        char err[1024] = "";
+        bool ok = list_crds(s, err, sizeof err);
+        if (!ok && !failing && s->o.log)
+            s->o.log(s->o.log_ctx, LOG_WARN, "crds-failed", "CustomResourceDefinition", err);
+        failing = !ok;
+        for (long t = 0; t < period && !s->stop; t += 100) {
+            struct timespec ts = {0, 100 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
 /* The kinds of contract section 2, in the order discovery lists them. */
 tly_reflectors *tly_reflectors_start(const tly_reflectors_options *o)
 {
@@ -420,6 +502,7 @@ tly_reflectors *tly_reflectors_start(const tly_reflectors_options *o)
         r->seed = 0x9e3779b97f4a7c15ull ^ ((uint64_t)(i + 1) * 0xbf58476d1ce4e5b9ull) ^ (uint64_t)mono_ms();
         r->started = pthread_create(&r->th, NULL, run, r) == 0;
     }
+    s->crd_started = pthread_create(&s->crd_th, NULL, crd_run, s) == 0;
     return s;
 }
 
@@ -428,6 +511,8 @@ void tly_reflectors_stop(tly_reflectors *s)
     if (!s)
         return;
     s->stop = 1;
+    if (s->crd_started)
+        pthread_join(s->crd_th, NULL);
     for (int i = 0; i < s->n; i++) {
         if (s->r[i].started)
             pthread_join(s->r[i].th, NULL);

@@ -236,6 +236,17 @@ jq -c .response "$tmp/admit.json" >"$tmp/a2"
 cmp -s "$tmp/a1" "$tmp/a2" && ok || bad "serve on the live state and admit on the files disagree"
 jq -e '.response.allowed == false' "$tmp/body" >/dev/null && ok || bad "the upsize over the limit should be denied"
 
+# The object webhooks check reviewed objects against the server's CRDs (listed by serve itself).
+qreview() { curl -s --cacert "$tmp/tls.crt" -o "$tmp/qbody" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+  --data-binary "$1" "$S/validate/queues"; }
+QR='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"q1","kind":{"group":"scheduling.run.ai","version":"v2","kind":"Queue"},"resource":{"group":"scheduling.run.ai","version":"v2","resource":"queues"},"operation":"CREATE","name":"team-q","object":{"apiVersion":"scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"team-q"},"spec":{"resourceQuota":{"cpu":4},"resources":{"cpu":{"quota":-1,"limit":-1},"memory":{"quota":-1,"limit":-1},"gpu":{"quota":-1,"limit":-1}}}}}}'
+for _ in $(seq 1 50); do
+  [ "$(qreview "$QR")" = 200 ] && jq -e '.response.status.message | test("unknown field \"spec.resourceQuota\"")' "$tmp/qbody" >/dev/null && break
+  sleep 0.1
+done
+jq -e '.response.allowed == false and (.response.status.message | test("spec.resourceQuota: unknown field \"spec.resourceQuota\""))' "$tmp/qbody" >/dev/null && ok \
+  || { bad "serve on the live state should check a reviewed Queue against the server's Queue CRD"; cat "$tmp/qbody"; echo; }
+
 # kubectl raises the queue's limit: the next decision sees it.
 "$KUBECTL_BIN" --kubeconfig "$KC" patch queues.scheduling.run.ai team-a --type merge \
   -p '{"spec":{"resources":{"cpu":{"limit":4000}}}}' >/dev/null 2>&1 || bad "kubectl patch of the queue"

@@ -331,7 +331,9 @@ const LIVE_READS = [["", "namespaces"], ["", "nodes"], ["", "pods"], ["schedulin
 // resourceNames]: a role may grant these and nothing else, each role one part only, so that a
 // deployment that runs fewer controllers drops a binding and nothing else.
 const GRANTS = {
-  reader: LIVE_READS.flatMap(([g, r]) => ["get", "list", "watch"].map((v) => [g, r, v])),
+  // ...and the CRDs of those groups, listed again every 30 s (src/live/reflector.c, crd_run)
+  reader: [...LIVE_READS.flatMap(([g, r]) => ["get", "list", "watch"].map((v) => [g, r, v])),
+    ["apiextensions.k8s.io", "customresourcedefinitions", "list"]],
   gating: [["", "pods", "patch"], ["", "pods/status", "patch"], ["", "events", "create"]],
   runs: [["kruntimes.io", "runs/status", "patch"]],
   status: [["scheduling.run.ai", "queues/status", "patch"], ["apiextensions.k8s.io", "customresourcedefinitions", "get", ["queues.scheduling.run.ai"]]],
