@@ -291,15 +291,33 @@ static void sleep_until(double t)
 
 typedef struct {
     tly_live *l;
+    tly_arena *a;
     long pods;
     double rate, until;
     volatile int stop;
     long applied;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int synced, go;          /* the sync is applied; the stream may start */
 } streamer;
 
+/*
+** The pods reflector's thread: it applies the initial sync, then (once told
+** to go) the stream, as tally serve's reflector LISTs and then WATCHes on
+** one thread. The objects of both come from this thread's heap, so the
+** stream reuses what the versions it replaces free.
+*/
 static void *stream_events(void *arg)
 {
     streamer *st = arg;
+    build_cluster(st->l, st->a, st->pods);
+    pthread_mutex_lock(&st->mu);
+    st->synced = 1;
+    pthread_cond_broadcast(&st->cv);
+    while (!st->go)
+        pthread_cond_wait(&st->cv, &st->mu);
+    pthread_mutex_unlock(&st->mu);
+    st->until += now_s();
     watcher w;
     watcher_init(&w, st->l);
     char buf[16384];
@@ -321,15 +339,24 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Decides reviews at `rate` for `seconds`; returns the latencies (seconds, sorted) in *out. */
+typedef struct {
+    double *late, *fork, *decide;   /* per review: woken after its due time, taking the fork, the rest */
+} parts;
+
 static size_t decide_at(tly_live *l, const char *review, size_t rlen, double rate, double seconds,
-                        double **out)
+                        double **out, parts *pt)
 {
     size_t n = (size_t)(rate * seconds), allowed = 0;
     double *lat = tly_xmalloc((n + 1) * sizeof *lat), t0 = now_s();
+    pt->late = tly_xmalloc((n + 1) * sizeof *pt->late);
+    pt->fork = tly_xmalloc((n + 1) * sizeof *pt->fork);
+    pt->decide = tly_xmalloc((n + 1) * sizeof *pt->decide);
     for (size_t k = 0; k < n; k++) {
         double due = t0 + (double)k / rate;
         sleep_until(due);
+        double woke = now_s();
         tly_store *fork = tly_live_fork(l);
+        double forked = now_s();
         tly_admit_result res;
         char err[256];
         if (tly_admit_review(fork, review, rlen, &res, err, sizeof err) == 0) {
@@ -337,26 +364,48 @@ static size_t decide_at(tly_live *l, const char *review, size_t rlen, double rat
             tly_admit_result_free(&res);
         }
         tly_store_destroy(fork);
-        lat[k] = now_s() - due;
+        double done = now_s();
+        lat[k] = done - due;
+        pt->late[k] = woke > due ? woke - due : 0;
+        pt->fork[k] = forked - woke;
+        pt->decide[k] = done - forked;
     }
     if (allowed != n)
         fprintf(stderr, "bench-live: %zu of %zu reviews allowed (expected all)\n", allowed, n);
     qsort(lat, n, sizeof *lat, cmp_double);
+    qsort(pt->late, n, sizeof *lat, cmp_double);
+    qsort(pt->fork, n, sizeof *lat, cmp_double);
+    qsort(pt->decide, n, sizeof *lat, cmp_double);
     *out = lat;
     return n;
 }
 
-static void report(const char *what, const double *lat, size_t n)
+static void report(const char *what, const double *lat, size_t n, parts *pt)
 {
     printf("%s: %zu reviews: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", what, n, lat[n / 2] * 1e3,
            lat[n * 99 / 100] * 1e3, lat[n - 1] * 1e3);
+    /* Each part's own percentiles (they need not come from the same reviews). */
+    printf("  parts p50/p99 ms: woken late %.3f/%.3f, fork %.3f/%.3f, decision %.3f/%.3f\n",
+           pt->late[n / 2] * 1e3, pt->late[n * 99 / 100] * 1e3, pt->fork[n / 2] * 1e3,
+           pt->fork[n * 99 / 100] * 1e3, pt->decide[n / 2] * 1e3, pt->decide[n * 99 / 100] * 1e3);
+    free(pt->late);
+    free(pt->fork);
+    free(pt->decide);
 }
 
 static int webhook_mode(long pods, double erate, double rrate, double seconds)
 {
     tly_live *l = tly_live_create(NULL);
     tly_arena *a = tly_arena_create(64 * 1024);
-    build_cluster(l, a, pods);
+    streamer st = {.l = l, .a = a, .pods = pods, .rate = erate, .until = seconds + 1};
+    pthread_mutex_init(&st.mu, NULL);
+    pthread_cond_init(&st.cv, NULL);
+    pthread_t th;
+    pthread_create(&th, NULL, stream_events, &st);
+    pthread_mutex_lock(&st.mu);
+    while (!st.synced)
+        pthread_cond_wait(&st.cv, &st.mu);
+    pthread_mutex_unlock(&st.mu);
     size_t rlen = 0;
     char *review = NULL;
     {
@@ -375,17 +424,19 @@ static int webhook_mode(long pods, double erate, double rrate, double seconds)
         rlen = strlen(review);
     }
     double *idle, *busy;
-    size_t n = decide_at(l, review, rlen, rrate, seconds, &idle);
-    report("idle", idle, n);
-    streamer st = {.l = l, .pods = pods, .rate = erate, .until = now_s() + seconds + 1};
-    pthread_t th;
-    pthread_create(&th, NULL, stream_events, &st);
-    n = decide_at(l, review, rlen, rrate, seconds, &busy);
+    parts pt;
+    size_t n = decide_at(l, review, rlen, rrate, seconds, &idle, &pt);
+    report("idle", idle, n, &pt);
+    pthread_mutex_lock(&st.mu);
+    st.go = 1;
+    pthread_cond_broadcast(&st.cv);
+    pthread_mutex_unlock(&st.mu);
+    n = decide_at(l, review, rlen, rrate, seconds, &busy, &pt);
     st.stop = 1;
     pthread_join(th, NULL);
     char what[96];
     snprintf(what, sizeof what, "with %.0f events/s (%ld applied)", erate, st.applied);
-    report(what, busy, n);
+    report(what, busy, n, &pt);
     printf("p99 busy / idle: %.2f\n", busy[n * 99 / 100] / idle[n * 99 / 100]);
     free(idle);
     free(busy);
