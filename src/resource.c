@@ -16,22 +16,28 @@
 
 /*
 ** Thread safety: the live state's writer interns names while webhook threads
-** read them from forks (src/live/). Ids map to names through fixed-size
-** chunks that never move, so tly_names_str() needs no lock: a chunk and its
-** entry are written before the count that publishes the id. Lookups and
-** interning take the mutex; they are rare outside decoding.
+** read them from forks (src/live/). Ids map to names through chunks that
+** never move, so tly_names_str() needs no lock: a chunk and its entry are
+** written before the count that publishes the id. Lookups and interning take
+** the mutex; they are rare outside decoding.
+**
+** Chunk k holds NAME_BASE << k entries, so a table starts at a few hundred
+** bytes and 17 chunks reach 8 M ids. (A fixed array of 4,096 chunk pointers
+** was 32 KB to clear for every table, and every admission review makes
+** several small tables: 12% of a resize decision on the live state.)
 */
-#define NAME_CHUNK 1024u
-#define NAME_CHUNKS 4096u    /* at most 4 M distinct names */
+#define NAME_BASE 64u
+#define NAME_SEGS 17
+#define NAME_MAX_IDS (4u << 20)  /* at most 4 M distinct names */
 
 typedef struct {
-    char *str[NAME_CHUNK];
-    uint32_t len[NAME_CHUNK];
-} name_chunk;
+    char *str;
+    uint32_t len;
+} name_entry;
 
 struct tly_names {
     pthread_mutex_t mu;
-    name_chunk **chunks;  /* NAME_CHUNKS slots; id -> chunks[id / NAME_CHUNK] */
+    name_entry *chunks[NAME_SEGS];  /* id -> chunk seg_of(id) */
     uint32_t n;           /* published ids (atomic) */
     uint32_t *slots;      /* hash slot -> id + 1 (0 = empty), under mu */
     uint32_t nslots;      /* power of two */
@@ -47,12 +53,21 @@ static uint32_t hash_bytes(const char *s, size_t len)
     return h;
 }
 
+/* The chunk of id, and its place there: chunk k starts at NAME_BASE * (2^k - 1). */
+static uint32_t seg_of(uint32_t id, uint32_t *at)
+{
+    uint32_t q = id / NAME_BASE + 1, k = 31u - (uint32_t)__builtin_clz(q);
+    *at = id - NAME_BASE * ((1u << k) - 1);
+    return k;
+}
+
 static const char *name_at(const tly_names *t, uint32_t id, uint32_t *len)
 {
-    const name_chunk *c = t->chunks[id / NAME_CHUNK];
+    uint32_t at, k = seg_of(id, &at);
+    const name_entry *e = &t->chunks[k][at];
     if (len)
-        *len = c->len[id % NAME_CHUNK];
-    return c->str[id % NAME_CHUNK];
+        *len = e->len;
+    return e->str;
 }
 
 static void names_rehash(tly_names *t, uint32_t nslots)
@@ -83,7 +98,6 @@ tly_names *tly_names_create(void)
     };
     tly_names *t = tly_xcalloc(1, sizeof *t);
     pthread_mutex_init(&t->mu, NULL);
-    t->chunks = tly_xcalloc(NAME_CHUNKS, sizeof *t->chunks);
     names_rehash(t, 64);
     for (int i = 0; i < TLY_R_FIXED_COUNT; i++)
         tly_names_intern(t, fixed[i], strlen(fixed[i]));
@@ -95,10 +109,9 @@ void tly_names_destroy(tly_names *t)
     if (!t)
         return;
     for (uint32_t i = 0; i < t->n; i++)
-        free(t->chunks[i / NAME_CHUNK]->str[i % NAME_CHUNK]);
-    for (uint32_t c = 0; c < NAME_CHUNKS && t->chunks[c]; c++)
+        free((char *)name_at(t, i, NULL));
+    for (uint32_t c = 0; c < NAME_SEGS; c++)
         free(t->chunks[c]);
-    free(t->chunks);
     free(t->slots);
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -130,21 +143,20 @@ uint32_t tly_names_intern(tly_names *t, const char *s, size_t len)
 {
     pthread_mutex_lock(&t->mu);
     uint32_t id = find_locked(t, s, len);
-    if (id != TLY_NAME_NONE || t->n >= NAME_CHUNK * NAME_CHUNKS) {
+    if (id != TLY_NAME_NONE || t->n >= NAME_MAX_IDS) {
         pthread_mutex_unlock(&t->mu);
         if (id == TLY_NAME_NONE)
             tly_oom();  /* 4 M distinct resource names: not a cluster */
         return id;
     }
     id = t->n;
-    name_chunk *c = t->chunks[id / NAME_CHUNK];
-    if (!c)
-        c = t->chunks[id / NAME_CHUNK] = tly_xcalloc(1, sizeof *c);
+    uint32_t at, k = seg_of(id, &at);
+    if (!t->chunks[k])
+        t->chunks[k] = tly_xmalloc(((size_t)NAME_BASE << k) * sizeof *t->chunks[k]);
     char *copy = tly_xmalloc(len + 1);
     memcpy(copy, s, len);
     copy[len] = '\0';
-    c->str[id % NAME_CHUNK] = copy;
-    c->len[id % NAME_CHUNK] = (uint32_t)len;
+    t->chunks[k][at] = (name_entry){copy, (uint32_t)len};
     __atomic_store_n(&t->n, id + 1, __ATOMIC_RELEASE);
     if (t->n * 2 > t->nslots) {
         names_rehash(t, t->nslots * 2);

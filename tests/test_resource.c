@@ -36,11 +36,17 @@ static void test_interning_is_idempotent_and_dense(void **state)
     assert_int_equal(tly_names_find(n, "vpc.amazonaws.com/efax", 22), TLY_NAME_NONE);
     /* Many names: the table grows and every id stays stable. */
     char buf[32];
-    for (int i = 0; i < 1000; i++) {
+    /* 70,000 ids fill chunks 0 to 10 (64, 128, ... entries): every boundary is crossed. */
+    for (int i = 0; i < 70000; i++) {
         int len = snprintf(buf, sizeof buf, "example.com/r%d", i);
         assert_int_equal(tly_names_intern(n, buf, (size_t)len), base + 1 + (uint32_t)i);
     }
     assert_int_equal(tly_names_find(n, "example.com/r500", 16), base + 501);
+    for (int i = 0; i < 70000; i += 61) {
+        int len = snprintf(buf, sizeof buf, "example.com/r%d", i);
+        assert_string_equal(tly_names_str(n, base + 1 + (uint32_t)i), buf);
+        assert_int_equal(tly_names_find(n, buf, (size_t)len), base + 1 + (uint32_t)i);
+    }
     assert_string_equal(tly_names_str(n, efa), "vpc.amazonaws.com/efa");
     tly_names_destroy(n);
 }
