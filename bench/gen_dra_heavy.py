@@ -36,15 +36,18 @@ SHAPE picks the PODS pending pods (one unlimited queue, cpu 1 each):
   never    only mix's pods with a claim that fits nowhere.
   nodra    the pods of mix (same cpu, same order) without claims: the baseline.
   worst    the backtracking worst case under the bound: every pod has one
-           claim of requests a (2x 1g), b (1x 1g), c (2 whole GPUs) under one
+           claim of requests a (2x 3g), b (3x 1g), c (2 whole GPUs) under one
            matchAttribute pcieRoot: c needs both GPUs of a root whole, so a
            and b have no slice left on that root, and no combination works
            on any node; the search walks every combination of a and b with
-           every try of c, 59,864 device trials a node, under the bound, so
-           every node is searched and the pod is Unschedulable.
-  bound    the same with b 2x 1g: more combinations than tally's bound of
-           200,000 device trials, so the search stops on the first node it
-           tries and the pod is UnsupportedConstraint.
+           every try of c, 98,808 device trials a node (of the variants
+           tried, the most under the bound), so every node is searched to
+           the end, twice (the engine's two scans), and the pod is
+           Unschedulable.
+  bound    a (2x 1g), b (2x 1g), c (2 whole GPUs) under matchAttribute
+           pcieRoot: more combinations than tally's bound of 200,000 device
+           trials, so the search stops on the first node it tries and the
+           pod is UnsupportedConstraint.
 """
 import json
 import random
@@ -145,7 +148,7 @@ templates = {
     "huge-mem": ([req("gpu", DRV, 1, [f'device.capacity["{DRV}"].memory.compareTo(quantity("160Gi")) >= 0'])], []),
     "root-triple": ([req("gpus", "gpu-whole", 3)], [match("pcieRoot")]),
     # the backtracking worst cases
-    "worst": ([req("a", "mig-1g", 2), req("b", "mig-1g", 1), req("c", "gpu-whole", 2)], [match("pcieRoot")]),
+    "worst": ([req("a", "mig-3g", 2), req("b", "mig-1g", 3), req("c", "gpu-whole", 2)], [match("pcieRoot")]),
     "bound": ([req("a", "mig-1g", 2), req("b", "mig-1g", 2), req("c", "gpu-whole", 2)], [match("pcieRoot")]),
 }
 for t, (rs, cs) in templates.items():
