@@ -4,6 +4,7 @@
 **   bench-pods NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS [UNRELATED]
 **   bench-pods --emit NODES LEAF_QUEUES ACCOUNTED_RESOURCES PODS [UNRELATED]
 **   bench-pods --realistic SCALE [SEED [once]]
+**   bench-pods --file FILE [once]
 **
 ** Builds a synthetic cluster in memory (deterministic): NODES nodes of two
 ** GPU products (H200 and A100, 8 GPUs each, zone labels), a queue tree three
@@ -23,6 +24,13 @@
 ** each workload's decision took (tly_podsched_set_unit_hook), per outcome:
 ** Bound, Gated, Unschedulable (Invalid and the rest under "other"). Times
 ** are the thread's CPU time (the machine is shared); wall time is shown too.
+**
+** --file loads FILE (bench/gen_dra_heavy.py writes the DRA-heavy cluster of
+** issue 18) and times the same engine with the same split, UnsupportedConstraint
+** (the DRA search reached tally's bound of 200,000 device trials on a node)
+** counted apart from Unschedulable, and the DRA device trials per pod of each
+** outcome, the searches (one per pod and node tried) and the most trials one
+** search made. once: the engine alone, for callgrind (--toggle-collect=place).
 **
 ** UNRELATED (default 0) adds that many AccountedResources that concern none
 ** of the pods on any node, with limits in every leaf queue: half charge
@@ -137,14 +145,18 @@ __attribute__((noinline)) static tly_podsched *place(tly_store *s)
 
 /* ---- the realistic cluster -------------------------------------------------------- */
 
-enum { O_BOUND, O_GATED, O_UNSCHED, O_OTHER, O_COUNT };
-static const char *outcome_names[O_COUNT] = {"Bound", "Gated", "Unschedulable", "other"};
+enum { O_BOUND, O_GATED, O_UNSCHED, O_UNSUP, O_OTHER, O_COUNT };
+static const char *outcome_names[O_COUNT] = {"Bound", "Gated", "Unschedulable", "UnsupportedConstraint",
+                                             "other"};
 
 typedef struct {
     tly_podsched *ps;
     uint32_t *pods, n;     /* the workload being decided (place_unit compacts its array) */
     double t0;
+    uint64_t s0;           /* DRA device trials before it */
+    bool unsup;            /* count UnsupportedConstraint apart from Unschedulable */
     double secs[O_COUNT];  /* decision time, split over the outcomes of each workload's pods */
+    uint64_t steps[O_COUNT];
     unsigned count[O_COUNT];
 } unit_clock;
 
@@ -156,10 +168,19 @@ static double cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int outcome(const char *st)
+static int outcome(const tly_ps_result *r, bool unsup)
 {
-    return !strcmp(st, "Bound") ? O_BOUND : !strcmp(st, "Gated") ? O_GATED
-                                          : !strcmp(st, "Unschedulable") ? O_UNSCHED : O_OTHER;
+    const char *st = r->state;
+    if (!strcmp(st, "Unschedulable"))
+        return unsup && r->reason && !strcmp(r->reason, "UnsupportedConstraint") ? O_UNSUP : O_UNSCHED;
+    return !strcmp(st, "Bound") ? O_BOUND : !strcmp(st, "Gated") ? O_GATED : O_OTHER;
+}
+
+static uint64_t dra_trials(const tly_podsched *ps)
+{
+    uint64_t max, total, tries;
+    tly_podsched_dra_stats(ps, &max, &total, &tries);
+    return total;
 }
 
 static void on_unit(void *ctx, const uint32_t *pods, uint32_t n, bool done)
@@ -168,15 +189,27 @@ static void on_unit(void *ctx, const uint32_t *pods, uint32_t n, bool done)
     if (!done) {
         memcpy(c->pods, pods, n * sizeof *pods);
         c->n = n;
+        c->s0 = dra_trials(c->ps);
         c->t0 = cpu_s();
         return;
     }
     double dt = cpu_s() - c->t0;
+    uint64_t ds = dra_trials(c->ps) - c->s0;
     for (uint32_t k = 0; k < c->n; k++) {
-        int o = outcome(tly_podsched_pod(c->ps, c->pods[k])->state);
+        int o = outcome(tly_podsched_pod(c->ps, c->pods[k]), c->unsup);
         c->secs[o] += dt / c->n;
+        c->steps[o] += ds / c->n;
         c->count[o]++;
     }
+}
+
+/* Runs the engine over s with the unit clock: per outcome counts, CPU seconds, DRA trials. */
+static void clocked(tly_store *s, unit_clock *c)
+{
+    c->pods = tly_xmalloc((tly_store_count(s, TLY_K_POD) + 1) * sizeof *c->pods);
+    c->ps = tly_podsched_create(s);
+    tly_podsched_set_unit_hook(c->ps, on_unit, c);
+    tly_podsched_run(c->ps);
 }
 
 static int realistic(unsigned scale, uint64_t seed, bool once)
@@ -206,13 +239,56 @@ static int realistic(unsigned scale, uint64_t seed, bool once)
         return 0;
     }
     unit_clock c = {0};
-    c.pods = tly_xmalloc((pending + 1) * sizeof *c.pods);
-    c.ps = tly_podsched_create(s);
-    tly_podsched_set_unit_hook(c.ps, on_unit, &c);
-    tly_podsched_run(c.ps);
+    clocked(s, &c);
     for (int o = 0; o < O_COUNT; o++)
-        printf("outcome %s: %u pods, %.3f s: %.0f pods/s\n", outcome_names[o], c.count[o], c.secs[o],
-               c.secs[o] > 0 ? c.count[o] / c.secs[o] : 0.0);
+        if (o != O_UNSUP)
+            printf("outcome %s: %u pods, %.3f s: %.0f pods/s\n", outcome_names[o], c.count[o], c.secs[o],
+                   c.secs[o] > 0 ? c.count[o] / c.secs[o] : 0.0);
+    tly_podsched_destroy(c.ps);
+    free(c.pods);
+    tly_store_destroy(s);
+    return 0;
+}
+
+/*
+** --file FILE [once]: the engine over a generated file (bench/gen_dra_heavy.py),
+** timed with the unit clock: per outcome, with UnsupportedConstraint (the DRA
+** search reached tally's bound on a node and stopped there) apart from
+** Unschedulable, and the DRA search counts (tly_podsched_dra_stats).
+*/
+static int from_file(const char *path, bool once)
+{
+    tly_store *s = tly_store_create();
+    tly_store_load_path(s, path);
+    tly_store_finish(s);
+    size_t errs = tly_diags_count_sev(tly_store_diags(s), TLY_SEV_ERROR);
+    if (errs) {
+        fprintf(stderr, "bench-pods: %s has %zu errors\n", path, errs);
+        tly_diags_print(stderr, tly_store_diags(s), TLY_SEV_ERROR);
+        return 1;
+    }
+    if (once) {
+        tly_podsched_destroy(place(s));
+        tly_store_destroy(s);
+        return 0;
+    }
+    unit_clock c = {.unsup = true};
+    double t0 = now_s(), c0 = cpu_s();
+    clocked(s, &c);
+    double t1 = now_s(), c1 = cpu_s();
+    unsigned pending = 0;
+    for (int o = 0; o < O_COUNT; o++)
+        pending += c.count[o];
+    uint64_t max, total, tries;
+    tly_podsched_dra_stats(c.ps, &max, &total, &tries);
+    printf("file: %u nodes, %u pending pods: decided in %.3f s CPU (%.3f s wall): %.0f pods/s\n",
+           tly_store_count(s, TLY_K_NODE), pending, c1 - c0, t1 - t0, pending / (c1 - c0));
+    printf("dra searches: %llu, device trials %llu, most in one search %llu\n", (unsigned long long)tries,
+           (unsigned long long)total, (unsigned long long)max);
+    for (int o = 0; o < O_COUNT; o++)
+        printf("outcome %s: %u pods, %.3f s: %.0f pods/s, %.0f device trials/pod\n", outcome_names[o],
+               c.count[o], c.secs[o], c.secs[o] > 0 ? c.count[o] / c.secs[o] : 0.0,
+               c.count[o] ? (double)c.steps[o] / c.count[o] : 0.0);
     tly_podsched_destroy(c.ps);
     free(c.pods);
     tly_store_destroy(s);
@@ -221,6 +297,8 @@ static int realistic(unsigned scale, uint64_t seed, bool once)
 
 int main(int argc, char **argv)
 {
+    if (argc > 2 && !strcmp(argv[1], "--file"))
+        return from_file(argv[2], argc > 3 && !strcmp(argv[3], "once"));
     if (argc > 2 && !strcmp(argv[1], "--realistic"))
         return realistic((unsigned)atoi(argv[2]), argc > 3 ? strtoull(argv[3], NULL, 10) : 42,
                          argc > 4 && !strcmp(argv[4], "once"));

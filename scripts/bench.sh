@@ -249,6 +249,13 @@ if [ "${BENCH_REALISTIC:-1}" != 0 ]; then
   scripts/bench-realistic.sh
 fi
 
+# ---- DRA allocation (issue 18): 1,000 nodes of 8 partitionable GPUs, pods with 1-4 claims; decided/s
+# by outcome against the same pods without claims, device trials per pod, the backtracking worst case
+# under and over tally's bound, instructions per pod (scripts/bench-dra.sh). BENCH_DRA=0 skips it.
+if [ "${BENCH_DRA:-1}" != 0 ]; then
+  scripts/bench-dra.sh
+fi
+
 # ---- A full `tally simulate` of the 5,000-node cluster (issue 8): CPU against 1 s ----
 # The cluster of the pods table's largest case (5,000 nodes, 500 leaf queues,
 # 20 AccountedResources), written by `bench-pods --emit` and run through the

@@ -250,7 +250,9 @@ struct tly_dra {
     tly_strmap countermap;         /* driver\x1fpool\x1fset/counter -> index + 1 */
     dra_use *uses;
     uint32_t nuses;
-    uint64_t steps_max;            /* the search bound of the last tly_dra_try() (bench) */
+    uint64_t steps_max;            /* the most device trials one tly_dra_try() made (bench) */
+    uint64_t steps_total;          /* device trials of every tly_dra_try() (bench) */
+    uint64_t tries;                /* tly_dra_try() searches run (bench) */
     tly_strmap devkey;             /* driver\x1fpool\x1fdevice -> index + 1 */
     dra_nodeent *nodes;
     uint32_t nnodes;
@@ -1456,6 +1458,8 @@ static int allocate_all(tly_dra *d, tly_dra_choice *c, const char *node, const c
     }
     if (sc.steps > d->steps_max)
         d->steps_max = sc.steps;
+    d->steps_total += sc.steps;
+    d->tries++;
     search_free(&sc);
     return rc;
 }
@@ -1519,6 +1523,13 @@ static const char *template_claim_name(tly_dra *d, const tly_pod *p, const char 
     if (n)
         tly_strmap_put(&d->tnames, tly_arena_strndup(d->a, buf, n), n, (void *)name);
     return name;
+}
+
+void tly_dra_search_stats(const tly_dra *d, uint64_t *max, uint64_t *total, uint64_t *tries)
+{
+    *max = d ? d->steps_max : 0;
+    *total = d ? d->steps_total : 0;
+    *tries = d ? d->tries : 0;
 }
 
 int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queue,

@@ -2201,6 +2201,11 @@ tly_queues *tly_podsched_queues(tly_podsched *ps) { return ps->qs; }
 
 /* ---- explanations ------------------------------------------------------------------ */
 
+void tly_podsched_dra_stats(const tly_podsched *ps, uint64_t *max, uint64_t *total, uint64_t *tries)
+{
+    tly_dra_search_stats(ps->dra, max, total, tries);
+}
+
 int32_t tly_podsched_find(const tly_podsched *ps, const char *ns, const char *name)
 {
     uint32_t lo = 0, hi = ps->npods;

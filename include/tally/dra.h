@@ -118,6 +118,13 @@ int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queu
                 tly_dra_choice *out, const char **why);
 
 /*
+** For benchmarks: the most device trials one search of tly_dra_try() made
+** (the bound is 200,000), the trials of all searches and how many searches
+** ran (one per pod and node whose claims tally allocates), since d was made.
+*/
+void tly_dra_search_stats(const tly_dra *d, uint64_t *max, uint64_t *total, uint64_t *tries);
+
+/*
 ** The pod's first claim or template that did not decode (an unknown
 ** allocation mode, an empty selector, ...), as a sentence owned by d, or
 ** NULL. Such a pod is Invalid (InvalidResources): tally never allocates

@@ -60,6 +60,8 @@ void tly_podsched_run(tly_podsched *ps);
 */
 typedef void (*tly_ps_unit_hook)(void *ctx, const uint32_t *pods, uint32_t n, bool done);
 void tly_podsched_set_unit_hook(tly_podsched *ps, tly_ps_unit_hook fn, void *ctx);
+/* For benchmarks: the DRA search counts of the run so far (tly_dra_search_stats). */
+void tly_podsched_dra_stats(const tly_podsched *ps, uint64_t *max, uint64_t *total, uint64_t *tries);
 
 /* tally's pods, in (namespace, name) order. */
 uint32_t tly_podsched_npods(const tly_podsched *ps);
