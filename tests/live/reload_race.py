@@ -131,9 +131,18 @@ def main():
         make_cert(d)
         over = bad_rounds = 0
         for rnd in range(a.rounds):
-            admitted, during, took = one_round(os.path.abspath(a.tally), d, a.pad, a.inflight, a.hup_after)
+            # A round proves something only when the reload lands while answers are still due. On
+            # a fast, quiet machine every answer may come before the SIGHUP: that round is run again
+            # with the SIGHUP sent sooner (half the delay, up to four times). Every run's
+            # admissions count.
+            hup = a.hup_after
+            for _attempt in range(5):
+                admitted, during, took = one_round(os.path.abspath(a.tally), d, a.pad, a.inflight, hup)
+                over += admitted
+                if during > 0:
+                    break
+                hup /= 2
             ok = during > 0
-            over += admitted
             bad_rounds += not ok
             print("round %d: %d of %d in-flight upsizes admitted over a full queue (want 0); %d answered "
                   "after the SIGHUP; %.1f s%s" % (rnd, admitted, a.inflight, during, took,
