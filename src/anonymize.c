@@ -33,6 +33,7 @@
 
 #include "anonymize_int.h"
 #include "strmap.h"
+#include "tally/crd.h"
 #include "tally/error.h"
 #include "tally/json.h"
 #include "tally/labelsyntax.h"
@@ -480,14 +481,12 @@ static void walk_object(tly_anonymizer *an, tly_node *obj, tly_arena *a, bool re
         return;
     walk w = {.an = an, .a = a, .rename = rename};
     const tly_node *kind = obj->type == TLY_N_MAP ? tly_node_get(obj, "kind") : NULL;
-    const tly_node *api = obj->type == TLY_N_MAP ? tly_node_get(obj, "apiVersion") : NULL;
     /*
     ** A CustomResourceDefinition is a published schema, not the user's data:
     ** it is written as it is, and its strings (field names, enums, CEL) are
     ** not noted either, so they neither keep a user's string nor move a token.
     */
-    if (kind && kind->type == TLY_N_STRING && !strcmp(kind->str, "CustomResourceDefinition") && api &&
-        api->type == TLY_N_STRING && !strncmp(api->str, "apiextensions.k8s.io/", 21))
+    if (tly_crd_is_crd(obj))
         return;
     const sch *root = NULL;
     if (kind && kind->type == TLY_N_STRING)

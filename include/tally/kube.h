@@ -197,6 +197,13 @@ char *tly_kube_kind_resource_name(const tly_kube_kind *kk);
 typedef int (*tly_kube_item_fn)(void *ctx, const tly_node *item);
 int tly_kube_list(tly_kube *k, const tly_kube_kind *kk, uint32_t page, tly_kube_item_fn fn,
                   void *ctx, char **rv, int64_t *date, char *err, size_t errlen);
+/*
+** tly_kube_list() of the CustomResourceDefinitions where d found them
+** (tly_kube_discovery_crds: served), with fn called only for the CRDs of
+** tally's groups (tly_kube_tally_group) and for a restart (item NULL).
+*/
+int tly_kube_list_crds(tly_kube *k, const tly_kube_discovery *d, uint32_t page, tly_kube_item_fn fn,
+                       void *ctx, char **rv, int64_t *date, char *err, size_t errlen);
 
 /* ---- watch streams -------------------------------------------------------- */
 

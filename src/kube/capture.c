@@ -83,7 +83,6 @@ static void drop_managed_fields(tly_node *obj)
 typedef struct {
     tly_kube_capture *c;
     const tly_kube_kind *kk;
-    const tly_kube_discovery *d;  /* set while listing CRDs: keep those of tally's groups */
     size_t first;        /* this kind's first item, for a restart */
     size_t text_first;
     FILE *mem;
@@ -107,8 +106,6 @@ static int on_item(void *ud, const tly_node *it)
         c->tlen = x->text_first;
         return TLY_OK;
     }
-    if (x->d && !tly_kube_tally_group(x->d, str_at(tly_node_get(it, "spec"), "group")))
-        return TLY_OK;
     drop_managed_fields((tly_node *)it);
     rewind(x->mem);
     tly_node_write_json(x->mem, it);
@@ -180,13 +177,14 @@ int tly_kube_capture_run(tly_kube *k, tly_kube_capture **out, char *err, size_t 
             continue;
         }
         x.kk = kk;
-        x.d = i < nk ? NULL : d;
         x.first = c->n;
         x.text_first = c->tlen;
         char *rv = NULL;
         int64_t date = INT64_MIN;
-        rc = tly_kube_list(k, kk, 0, on_item, &x, &rv, &date, err, errlen);
-        if (rc == TLY_EAUTH && x.d) {
+        bool crds = i == nk;
+        rc = crds ? tly_kube_list_crds(k, d, 0, on_item, &x, &rv, &date, err, errlen)
+                  : tly_kube_list(k, kk, 0, on_item, &x, &rv, &date, err, errlen);
+        if (rc == TLY_EAUTH && crds) {
             /* The CRDs only feed validate's checks: go on without them, and say why. */
             c->n = x.first;
             c->tlen = x.text_first;

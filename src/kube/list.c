@@ -177,3 +177,26 @@ int tly_kube_list(tly_kube *k, const tly_kube_kind *kk, uint32_t page, tly_kube_
     }
     return rc;
 }
+
+typedef struct {
+    const tly_kube_discovery *d;
+    tly_kube_item_fn fn;
+    void *ctx;
+} crd_filter;
+
+static int tally_crd_only(void *ctx, const tly_node *it)
+{
+    crd_filter *f = ctx;
+    const tly_node *spec = it ? tly_node_get(it, "spec") : NULL;
+    const tly_node *g = spec ? tly_node_get(spec, "group") : NULL;
+    if (it && !(g && g->type == TLY_N_STRING && tly_kube_tally_group(f->d, g->str)))
+        return TLY_OK;
+    return f->fn(f->ctx, it);
+}
+
+int tly_kube_list_crds(tly_kube *k, const tly_kube_discovery *d, uint32_t page, tly_kube_item_fn fn,
+                       void *ctx, char **rv, int64_t *date, char *err, size_t errlen)
+{
+    crd_filter f = {d, fn, ctx};
+    return tly_kube_list(k, tly_kube_discovery_crds(d), page, tally_crd_only, &f, rv, date, err, errlen);
+}

@@ -86,10 +86,10 @@ static void logk(refl *r, int level, const char *event, const char *fmt, ...)
 }
 
 /* Sleeps up to ms, waking early when the set is stopped. */
-static void nap(refl *r, int64_t ms)
+static void nap_set(const struct tly_reflectors *s, int64_t ms)
 {
     int64_t end = mono_ms() + ms;
-    while (!r->set->stop) {
+    while (!s->stop) {
         int64_t left = end - mono_ms();
         if (left <= 0)
             return;
@@ -97,6 +97,8 @@ static void nap(refl *r, int64_t ms)
         nanosleep(&ts, NULL);
     }
 }
+
+static void nap(refl *r, int64_t ms) { nap_set(r->set, ms); }
 
 static uint64_t rnd(refl *r)
 {
@@ -409,7 +411,6 @@ static void *run(void *arg)
 
 typedef struct {
     tly_crdset *set;
-    const tly_kube_discovery *d;
 } crd_ctx;
 
 static int on_crd(void *ctx, const tly_node *it)
@@ -421,8 +422,6 @@ static int on_crd(void *ctx, const tly_node *it)
         x->set = tly_crdset_create();
         return TLY_OK;
     }
-    if (!tly_kube_tally_group(x->d, str_at(tly_node_get(it, "spec"), "group")))
-        return TLY_OK;
     const char *name = str_at(tly_node_get(it, "metadata"), "name");
     char *path = tly_xasprintf("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s", name ? name : "");
     tly_diags *dg = tly_diags_create();  /* a CRD tally cannot use is simply not used */
@@ -438,12 +437,11 @@ static bool list_crds(tly_reflectors *s, char *err, size_t errlen)
     tly_kube_discovery *d;
     if (tly_kube_discover(s->o.kube, &d, err, errlen) != TLY_OK)
         return false;
-    const tly_kube_kind *kk = tly_kube_discovery_crds(d);
     bool ok = true;
-    if (kk->served) {
-        crd_ctx x = {tly_crdset_create(), d};
+    if (tly_kube_discovery_crds(d)->served) {
+        crd_ctx x = {tly_crdset_create()};
         char *rv = NULL;
-        ok = tly_kube_list(s->o.kube, kk, s->o.page, on_crd, &x, &rv, NULL, err, errlen) == TLY_OK;
+        ok = tly_kube_list_crds(s->o.kube, d, s->o.page, on_crd, &x, &rv, NULL, err, errlen) == TLY_OK;
         free(rv);
         if (ok) {
             tly_live_set_crds(s->o.live, x.set);
@@ -475,10 +473,7 @@ static void *crd_run(void *arg)
         if (!ok && !failing && s->o.log)
             s->o.log(s->o.log_ctx, LOG_WARN, "crds-failed", "CustomResourceDefinition", err);
         failing = !ok;
-        for (long t = 0; t < period && !s->stop; t += 100) {
-            struct timespec ts = {0, 100 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
+        nap_set(s, period);
     }
     return NULL;
 }
