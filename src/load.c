@@ -646,9 +646,10 @@ static bool ends_with(const char *s, const char *suffix)
 /*
 ** The items of a List, after its SEQUENCE_START: each is built in L->obj,
 ** decoded and dropped. The document's own node count and limit state are
-** kept aside meanwhile. Returns false when the parser broke.
+** kept aside meanwhile. raw_key: the items are a KAI snapshot's
+** rawObjects.<raw_key> list (typed by it). Returns false when the parser broke.
 */
-static bool stream_items_fy(loader *L)
+static bool stream_items_fy(loader *L, const char *raw_key)
 {
     uint32_t nodes = L->nodes;
     bool skipping = L->skipping, ok = true;
@@ -667,7 +668,10 @@ static bool stream_items_fy(loader *L)
             ok = false;
             break;
         }
-        handle_object(L, item);
+        if (raw_key)
+            handle_raw_object(L, raw_key, item);
+        else
+            handle_object(L, item);
         release_consumed(L);
     }
     tly_arena_reset(L->obj);
@@ -677,8 +681,67 @@ static bool stream_items_fy(loader *L)
 }
 
 /*
+** A childless list node standing for a streamed list in its map (for the
+** duplicate-key check); it is not counted against the object's node limit.
+*/
+static tly_node *stand_in_list(loader *L, struct fy_event *vev)
+{
+    tly_node *v = new_node(L, L->doc, vev, TLY_N_SEQ);
+    L->nodes--;
+    fy_parser_event_free(L->fyp, vev);
+    return v;
+}
+
+/*
+** A KAI snapshot's rawObjects map, after its MAPPING_START: each member
+** that is a list is streamed as a List's items are, its objects typed by
+** the member's key; other members are built as usual. Exactly what the
+** native JSON reader does (jsonparse.c stream_raw), so that both paths
+** decode the same objects in the same order with the same diagnostics.
+** Returns the map (its lists childless), or NULL when the parser broke.
+*/
+static tly_node *stream_raw_fy(loader *L, struct fy_event *ev)
+{
+    tly_node *n = new_node(L, L->doc, ev, TLY_N_MAP);
+    fy_parser_event_free(L->fyp, ev);
+    tly_node **tail = &n->kids;
+    tly_keyset ks;
+    tly_keyset_init(&ks);
+    struct fy_event *kev;
+    int more;
+    bool unique = true;
+    while ((more = next_in(L, FYET_MAPPING_END, &kev)) > 0) {
+        uint32_t kline, kcol;
+        bool ok;
+        const char *key = read_key(L, L->doc, kev, 3, &kline, &kcol, &ok);
+        struct fy_event *vev = ok ? next_event(L) : NULL;
+        if (!vev) {
+            more = -1;
+            break;
+        }
+        tly_node *v;
+        if (key && vev->type == FYET_SEQUENCE_START) {
+            v = stand_in_list(L, vev);
+            if (!stream_items_fy(L, key)) {
+                more = -1;
+                break;
+            }
+        } else if (!(v = build(L, L->doc, vev, 3))) {
+            more = -1;
+            break;
+        }
+        if (key && !add_member(L, n, &tail, &ks, v, key, kline, kcol))
+            unique = false;
+    }
+    tly_keyset_free(&ks);
+    if (unique)
+        n->flags |= TLY_NF_UNIQUE;
+    return more < 0 ? NULL : n;
+}
+
+/*
 ** The members of a document's top-level map, after its MAPPING_START (built
-** by hand so that `items` can be streamed). *items: the key position of a
+** by hand so that `items` and a snapshot's rawObjects lists can be streamed). *items: the key position of a
 ** streamed `items` list (line 0: none). Returns false when the parser broke.
 */
 static bool load_top_members(loader *L, tly_node *top, tly_keyset *ks, uint32_t items[2])
@@ -697,11 +760,13 @@ static bool load_top_members(loader *L, tly_node *top, tly_keyset *ks, uint32_t 
             return false;
         tly_node *v;
         if (key && strcmp(key, "items") == 0 && vev->type == FYET_SEQUENCE_START) {
-            /* A childless list stands for the items in the duplicate-key check. */
-            v = new_node(L, L->doc, vev, TLY_N_SEQ);
-            L->nodes--;
-            fy_parser_event_free(L->fyp, vev);
-            if (!stream_items_fy(L))
+            v = stand_in_list(L, vev);
+            if (!stream_items_fy(L, NULL))
+                return false;
+            if (!items[0])
+                items[0] = kline, items[1] = kcol;
+        } else if (key && strcmp(key, "rawObjects") == 0 && vev->type == FYET_MAPPING_START) {
+            if (!(v = stream_raw_fy(L, vev)))
                 return false;
             if (!items[0])
                 items[0] = kline, items[1] = kcol;

@@ -713,11 +713,39 @@ static void test_kai_snapshot_streamed_as_read_whole(void **state)
     free(big);
 }
 
+/*
+** Broken snapshots read both ways give the same diagnostics in the same
+** order: an object of a later list or item with a reading error (a repeated
+** key) comes after the decoding errors of the objects before it, since the
+** libfyaml path streams rawObjects as the native reader does. Found by
+** fuzz_load_json (CI, 2026-12-02); each case failed before.
+*/
+static void test_broken_snapshots_stream_alike(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "{\"rawObjects\":{\"pods\":[{},{\"status\":{},\"status\":{}}]}}",
+        "{\"rawObjects\":{\"pods\":[{}],\"nodes\":[{\"a\":1,\"a\":2}]}}",
+        "{\"rawObjects\":{\"pods\":[{}],\"pods\":[{}]}}",
+        "{\"kind\":\"Pod\",\"rawObjects\":{\"pods\":[{}]}}",
+        "{\"rawObjects\":{\"pods\":[{}],\"x\":{\"b\":1,\"b\":1}},\"apiVersion\":\"v1\"}",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t len = strlen(cases[i]);
+        tly_store *a = load_json("s.json", cases[i], len), *b = load_fy("s.json", cases[i], len);
+        assert_true(tly_diags_count(tly_store_diags(a)) > 0);
+        expect_same(a, b, true, cases[i]);
+        tly_store_destroy(a);
+        tly_store_destroy(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compact_and_indented_decode_the_same),
         cmocka_unit_test(test_kai_snapshot_streamed_as_read_whole),
+        cmocka_unit_test(test_broken_snapshots_stream_alike),
         cmocka_unit_test(test_memory_is_one_object),
         cmocka_unit_test(test_syntax_error_keeps_items_before),
         cmocka_unit_test(test_diagnostics_name_the_place),
