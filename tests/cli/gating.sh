@@ -343,5 +343,32 @@ simmsg=$(jq -r '.pods[] | select(.name == "pl-h200") | .message' "$tmp/sim.json"
 ctlmsg=$(get pods/pl-h200 | jq -r '.status.conditions[] | select(.type == "QueueAdmitted") | .message')
 [ "$ctlmsg" = "$simmsg" ] && ok || bad "pl-h200's message: the controller's '$ctlmsg', simulate's '$simmsg'"
 
+# Ungates go out in parallel (src/ctrl/gatectl.c, UNGATE_BATCH): 8 pods held in queue par, then
+# room for all of them while the server takes 150 ms a request. The ungate patches of the one
+# cycle that admits them overlap at the server (one after another, each would see only itself).
+queue par 0 | k apply -f - >/dev/null
+for i in 1 2 3 4 5 6 7 8; do pod "par-$i" par 0.1 '{name: kai.scheduler/queue-admission}'; done | k apply -f - >/dev/null
+for _ in $(seq 50); do
+  held=0
+  for i in 1 2 3 4 5 6 7 8; do [ "$(cond "par-$i")" = "False OverLimit" ] && held=$((held + 1)); done
+  [ $held = 8 ] && break
+  sleep 0.1
+done
+[ $held = 8 ] && ok || bad "the 8 par pods should be held first: $held are"
+fault() { curl -sf --cacert "$API_CA" -X POST -H 'Content-Type: application/json' "$API_URL/_test/fault" -d "$1" >/dev/null; }
+fault '{"action":"latency","ms":150}'
+k patch queues.scheduling.run.ai par --type merge -p '{"spec":{"resources":{"cpu":{"limit":1000}}}}' >/dev/null
+for i in 1 2 3 4 5 6 7 8; do until_gates "par-$i" "" || break; done
+fault '{"action":"clear"}'
+ungated=0
+for i in 1 2 3 4 5 6 7 8; do [ "$(gates "par-$i")" = "" ] && ungated=$((ungated + 1)); done
+[ $ungated = 8 ] && ok || bad "a limit for all 8 par pods should admit them: $ungated are ungated"
+most=$(curl -sf --cacert "$API_CA" "$API_URL/_test/requests" \
+  | jq '[.requests[] | select(.method == "PATCH" and (.path | test("/pods/par-[0-9]+$"))) | .inflight] | max')
+[ "${most:-0}" -ge 2 ] 2>/dev/null && ok || bad "the ungate patches should overlap at the server; at most $most did"
+twice=0
+for i in 1 2 3 4 5 6 7 8; do [ "$(events "par-$i" Admitted)" = 1 ] || twice=$((twice + 1)); done
+[ $twice = 0 ] && ok || bad "each par pod should have one Admitted event; $twice do not"
+
 echo "gating.sh: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -220,6 +220,7 @@ class State:
                                 else cert)
         self.log_lock = threading.Lock()
         self.log = []
+        self.inflight = {}
         self.log_file = open(args.log, "a") if args.log else None
         self.tokens = None
         self.tls = None
@@ -344,6 +345,16 @@ class Handler(BaseHTTPRequestHandler):
         rec["user"] = user.name
         headers = {k.lower(): v for k, v in self.headers.items()}
         req = kube_api.Request(self.command, path, query, headers, body, user, ua)
+        # How many requests of this method on this resource (and subresource) were being
+        # handled when this one came, itself included: shows whether a client sends its
+        # writes in parallel (tests/cli/gating.sh). Only the test's record; nothing answers by it.
+        parts = [p for p in path.split("/") if p]
+        sub = parts[-1] if len(parts) > 4 and parts[-1] in ("status", "binding", "resize") else None
+        flight = (self.command, parts[-3] if sub else (parts[-2] if len(parts) > 1 else path), sub)
+        with state.log_lock:
+            n = state.inflight.get(flight, 0) + 1
+            state.inflight[flight] = n
+        rec["inflight"] = n
         try:
             ms = state.api.faults.latency_ms(None)
             if ms:
@@ -355,6 +366,9 @@ class Handler(BaseHTTPRequestHandler):
             import traceback
             traceback.print_exc()
             return self._status(st.internal(repr(e)), state, rec)
+        finally:
+            with state.log_lock:
+                state.inflight[flight] -= 1
         if isinstance(out, kube_api.WatchResponse):
             return self.stream(state, out, rec)
         if isinstance(out, kube_api.ErrorWatch):
