@@ -81,7 +81,8 @@ tly_write_rc tly_write_run_terminal(tly_kube *k, const tly_run *r, const char *p
 /*
 ** Writer threads for the writes that may go out while others are in flight:
 ** the follow-ups of a decision (a pod's condition and its event), which
-** admit nothing. A job's own writes go one after another, in the order it
+** admit nothing, and a batch of ungate patches whose answers the caller
+** reads after waiting (gatectl.c). A job's own writes go one after another, in the order it
 ** sends them; jobs run in any order relative to each other, on `threads`
 ** threads sharing the client (its pool of connections and its rate limit).
 ** At most `queued` jobs wait or run at once: a submit beyond that waits for
