@@ -42,8 +42,8 @@ SHAPE picks the PODS pending pods (one unlimited queue, cpu 1 each):
            on any node; the search walks every combination of a and b with
            every try of c, 98,808 device trials a node (of the variants
            tried, the most under the bound), so every node is searched to
-           the end, twice (the engine's two scans), and the pod is
-           Unschedulable.
+           the end, once (the engine's full scan reuses its bin-pack
+           scan's searches), and the pod is Unschedulable.
   bound    a (2x 1g), b (2x 1g), c (2 whole GPUs) under matchAttribute
            pcieRoot: more combinations than tally's bound of 200,000 device
            trials, so the search stops on the first node it tries and the

@@ -44,6 +44,12 @@ typedef struct shape_memo {
     uint32_t *why;
 } shape_memo;
 
+/* Node k's DRA search for the current pod did not fit, for `why` (podsched's dra_seen). */
+struct dra_seen {
+    uint64_t epoch;
+    const char *why;
+};
+
 typedef struct {
     const tly_k8s_node *n;
     tly_rvec used;        /* every resource but GPU devices, from bound and placed pods */
@@ -114,6 +120,16 @@ struct tly_podsched {
     const char **cls_problem;
     tly_dra *dra;                  /* DRA devices, claims and their charges */
     tly_dra_choice dra_try;        /* the current candidate node's DRA choice */
+    /*
+    ** A pod's DRA failures in its bin-pack scan, kept for the full scan that
+    ** follows when the pod fits nowhere: the same searches of the same
+    ** state, so they are not run again (one device search per node). Per
+    ** node, the reason and the epoch of the scans it holds for (it holds
+    ** while dra_seen[k].epoch == epoch); the texts are in dra_scratch, reset
+    ** per pod. Made for the first pod with claims.
+    */
+    struct dra_seen *dra_seen;
+    tly_arena *dra_scratch;
     uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
     uint32_t **sg_running;         /* per PodGroup with subgroups: pods Running per subgroup */
     int32_t *pg_topo_node;         /* per PodGroup: the node of one of its Running pods, or -1 */
@@ -994,6 +1010,8 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->touched);
     free(ps->cand_why);
     free(ps->seen);
+    free(ps->dra_seen);
+    tly_arena_destroy(ps->dra_scratch);
     free(ps->insufficient);
     free(ps->static_nodes);
     tly_acc_index_destroy(ps->accx);
@@ -1300,6 +1318,14 @@ static void static_refusals(tly_podsched *ps, const pstate *p, tally_count **cou
 }
 
 /*
+** What try_node does with the pod's DRA search on the node: search
+** (DRA_SEARCH), search and keep a failure's reason for this pod's scans
+** (DRA_KEEP: the bin-pack scan), or read the reason kept by this pod's
+** earlier scan where there is one, else search (DRA_REUSE: the full scan).
+*/
+typedef enum { DRA_SEARCH, DRA_KEEP, DRA_REUSE } dra_memo;
+
+/*
 ** Can pod p go to node k now? 1 yes; 0 no for node reasons (why in *why);
 ** -1 no for queue policy (verdict in *v, message formatted unless quiet);
 ** -2 the pod's DRA claims use something tally does not evaluate (why).
@@ -1309,7 +1335,8 @@ static int class_check(tly_podsched *ps, const pstate *p, uint32_t k, bool gatin
                        const char **problem);
 
 static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, tly_qverdict *v,
-                    const char **why, char *buf, size_t len, const char **problem, bool static_ok)
+                    const char **why, char *buf, size_t len, const char **problem, bool static_ok,
+                    dra_memo memo)
 {
     if (ps->mask && !ps->mask[k]) {
         *why = "node(s) outside the topology domain tried";
@@ -1321,10 +1348,17 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
     bool claims = p->res.pod->nclaims > 0;
     if (claims) {
         /* The pod's DRA claims on this node: devices of the requested classes. */
+        if (memo == DRA_REUSE && ps->dra_seen && ps->dra_seen[k].epoch == ps->epoch) {
+            *why = ps->dra_seen[k].why;
+            return 0;
+        }
         int r = tly_dra_try(ps->dra, p->res.pod, ps->nodes[k].n->meta.name, p->res.queue,
                             &ps->dra_try, why);
-        if (r == 0)
+        if (r == 0) {
+            if (memo == DRA_KEEP)  /* *why lasts until the next try: copied */
+                ps->dra_seen[k] = (struct dra_seen){ps->epoch, tly_arena_strdup(ps->dra_scratch, *why)};
             return 0;
+        }
         if (r < 0)
             return -2;
         *why = NULL;
@@ -1454,6 +1488,16 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
             else
                 hi = mid;
         }
+        /* A pod with claims keeps its DRA failures for the full scan (dra_seen). */
+        dra_memo memo = DRA_SEARCH;
+        if (p->res.pod->nclaims) {
+            if (!ps->dra_seen) {
+                ps->dra_seen = tly_xcalloc(ps->nnodes + 1, sizeof *ps->dra_seen);
+                ps->dra_scratch = tly_arena_create(64 * 1024);
+            }
+            tly_arena_reset(ps->dra_scratch);
+            memo = DRA_KEEP;
+        }
         /* Nodes the static predicates refuse are skipped by a byte (no reason is kept here). */
         const uint8_t *ok = p->cid != TLY_NC_NONE ? tly_nodeclasses_node_ok(ps->ncls, p->cid) : NULL;
         for (uint32_t i = lo; i < ps->nnodes && best < 0; i++) {
@@ -1461,7 +1505,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
             if (ok && !ok[k])
                 continue;
             tly_qverdict v = {.quiet = true};
-            int r = try_node(ps, p, k, gating, &v, &why, NULL, 0, &problem, ok != NULL);
+            int r = try_node(ps, p, k, gating, &v, &why, NULL, 0, &problem, ok != NULL, memo);
             if (r == -2) {
                 *unsupported = tly_arena_strdup(ps->a, why);
                 return false;
@@ -1492,7 +1536,8 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
         for (uint32_t j = 0; j < ncand; j++) {
             uint32_t k = cand ? cand[j] : j;
             tly_qverdict v = {.quiet = *any_policy};
-            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem, cand != NULL);
+            int r = try_node(ps, p, k, gating, &v, &why, buf, sizeof buf, &problem, cand != NULL,
+                             DRA_REUSE);
             if (r == -2) {
                 *unsupported = tly_arena_strdup(ps->a, why);
                 return false;
@@ -2387,7 +2432,7 @@ void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
     for (uint32_t k = 0; k < ps->nnodes; k++) {
         const char *why, *problem;
         tly_qverdict nv = {.quiet = true};
-        int r = try_node(ps, p, k, gating, &nv, &why, buf, sizeof buf, &problem, false);
+        int r = try_node(ps, p, k, gating, &nv, &why, buf, sizeof buf, &problem, false, DRA_SEARCH);
         if (r == 1) {
             fits++;
             continue;

@@ -23,6 +23,7 @@
 
 #include "tally/dra.h"
 #include "tally/error.h"
+#include "tally/podsched.h"
 #include "tally/quantity.h"
 #include "tally/queues.h"
 #include "tally/store.h"
@@ -1331,6 +1332,88 @@ static void test_invalid_claim(void **state)
     assert_null(tly_dra_pod_invalid(D, pod("team", "p-good")));
 }
 
+/*
+** A pod whose claims fit no node is searched once per node: the engine's
+** full scan, which counts the reasons for the message, reads the DRA
+** failures its bin-pack scan found instead of searching again
+** (docs/performance.md, DRA finding 2). The messages are what a search of
+** each node gives (kube-scheduler's form, reasons sorted as whole "<count>
+** <reason>" strings), and each DRA reason names its node, so a reason kept
+** for the wrong node, for the wrong pod or from a stale text shows.
+** Nodes, fullest first in the bin-pack order (free cpu): n-c (2 cpu, no
+** slice), n-b (16 cpu, 1 GPU), n-e (32 cpu, no slice), n-a (64 cpu, 3 GPUs);
+** n-d is tainted. p0 takes 2 GPUs on n-a (1 left). p1 (4 cpu, 3 GPUs) and
+** p2 (4 cpu, 2 GPUs) then fit nowhere: n-c lacks cpu, n-d has the taint,
+** n-a, n-b and n-e lack devices.
+*/
+static void test_unschedulable_searched_once(void **state)
+{
+    (void)state;
+    load(GPU_CLASS
+         "apiVersion: v1\nkind: Node\nmetadata: {name: n-a}\n"
+         "status: {allocatable: {cpu: \"64\", memory: 64Gi, pods: \"110\"}, conditions: [{type: Ready, status: \"True\"}]}\n---\n"
+         "apiVersion: v1\nkind: Node\nmetadata: {name: n-b}\n"
+         "status: {allocatable: {cpu: \"16\", memory: 64Gi, pods: \"110\"}, conditions: [{type: Ready, status: \"True\"}]}\n---\n"
+         "apiVersion: v1\nkind: Node\nmetadata: {name: n-c}\n"
+         "status: {allocatable: {cpu: \"2\", memory: 64Gi, pods: \"110\"}, conditions: [{type: Ready, status: \"True\"}]}\n---\n"
+         "apiVersion: v1\nkind: Node\nmetadata: {name: n-d}\n"
+         "spec: {taints: [{key: k, value: v, effect: NoSchedule}]}\n"
+         "status: {allocatable: {cpu: \"64\", memory: 64Gi, pods: \"110\"}, conditions: [{type: Ready, status: \"True\"}]}\n---\n"
+         "apiVersion: v1\nkind: Node\nmetadata: {name: n-e}\n"
+         "status: {allocatable: {cpu: \"32\", memory: 64Gi, pods: \"110\"}, conditions: [{type: Ready, status: \"True\"}]}\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n-a-gpus}\n"
+         "spec: {driver: gpu.nvidia.com, nodeName: n-a, pool: {name: n-a, generation: 1, resourceSliceCount: 1},\n"
+         "  devices: [{name: gpu-0}, {name: gpu-1}, {name: gpu-2}]}\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: n-b-gpus}\n"
+         "spec: {driver: gpu.nvidia.com, nodeName: n-b, pool: {name: n-b, generation: 1, resourceSliceCount: 1},\n"
+         "  devices: [{name: gpu-0}]}\n---\n"
+         "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: team-a}\n"
+         "spec: {resources: {cpu: {quota: -1, limit: -1}, memory: {quota: -1, limit: -1}, gpu: {quota: -1, limit: -1}}}\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: two, namespace: ns}\n"
+         "spec: {spec: {devices: {requests: [{name: gpus, exactly: {deviceClassName: gpu.nvidia.com, count: 2}}]}}}\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: three, namespace: ns}\n"
+         "spec: {spec: {devices: {requests: [{name: gpus, exactly: {deviceClassName: gpu.nvidia.com, count: 3}}]}}}\n---\n"
+         "apiVersion: v1\nkind: Pod\nmetadata: {name: p0, namespace: ns, labels: {kai.scheduler/queue: team-a}, creationTimestamp: \"2026-12-02T10:00:00Z\"}\n"
+         "spec: {schedulerName: kai-scheduler, resourceClaims: [{name: gpus, resourceClaimTemplateName: two}],\n"
+         "  containers: [{name: c, resources: {requests: {cpu: \"1\"}, claims: [{name: gpus}]}}]}\n---\n"
+         "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: ns, labels: {kai.scheduler/queue: team-a}, creationTimestamp: \"2026-12-02T10:01:00Z\"}\n"
+         "spec: {schedulerName: kai-scheduler, resourceClaims: [{name: gpus, resourceClaimTemplateName: three}],\n"
+         "  containers: [{name: c, resources: {requests: {cpu: \"4\"}, claims: [{name: gpus}]}}]}\n---\n"
+         "apiVersion: v1\nkind: Pod\nmetadata: {name: p2, namespace: ns, labels: {kai.scheduler/queue: team-a}, creationTimestamp: \"2026-12-02T10:02:00Z\"}\n"
+         "spec: {schedulerName: kai-scheduler, resourceClaims: [{name: gpus, resourceClaimTemplateName: two}],\n"
+         "  containers: [{name: c, resources: {requests: {cpu: \"4\"}, claims: [{name: gpus}]}}]}\n");
+    tly_podsched *ps = tly_podsched_create(S);
+    tly_podsched_run(ps);
+    const tly_ps_result *r0 = tly_podsched_pod(ps, (uint32_t)tly_podsched_find(ps, "ns", "p0"));
+    const tly_ps_result *r1 = tly_podsched_pod(ps, (uint32_t)tly_podsched_find(ps, "ns", "p1"));
+    const tly_ps_result *r2 = tly_podsched_pod(ps, (uint32_t)tly_podsched_find(ps, "ns", "p2"));
+    assert_string_equal(r0->state, "Bound");
+    assert_string_equal(r0->node, "n-a");
+    assert_string_equal(r1->state, "Unschedulable");
+    assert_string_equal(r1->message,
+        "0/5 nodes are available: 1 Insufficient cpu, "
+        "1 insufficient devices of class gpu.nvidia.com (ResourceClaim ns/p1-gpus request gpus needs 3, 0 free on node n-e), "
+        "1 insufficient devices of class gpu.nvidia.com (ResourceClaim ns/p1-gpus request gpus needs 3, 1 free on node n-a), "
+        "1 insufficient devices of class gpu.nvidia.com (ResourceClaim ns/p1-gpus request gpus needs 3, 1 free on node n-b), "
+        "1 node(s) had untolerated taint {k: v}.");
+    assert_string_equal(r2->state, "Unschedulable");
+    assert_string_equal(r2->message,
+        "0/5 nodes are available: 1 Insufficient cpu, "
+        "1 insufficient devices of class gpu.nvidia.com (ResourceClaim ns/p2-gpus request gpus needs 2, 0 free on node n-e), "
+        "1 insufficient devices of class gpu.nvidia.com (ResourceClaim ns/p2-gpus request gpus needs 2, 1 free on node n-a), "
+        "1 insufficient devices of class gpu.nvidia.com (ResourceClaim ns/p2-gpus request gpus needs 2, 1 free on node n-b), "
+        "1 node(s) had untolerated taint {k: v}.");
+    /*
+    ** The searches: p0 on n-c, n-b, n-e (no fit), n-a (fits), then n-a again
+    ** to take the devices: 5; p1 and p2 once on each of n-e, n-a and n-b: 3
+    ** each (6 each when the full scan searched again). 11 in all.
+    */
+    uint64_t max, total, tries;
+    tly_podsched_dra_stats(ps, &max, &total, &tries);
+    assert_int_equal(tries, 11);
+    tly_podsched_destroy(ps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1363,6 +1446,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pool_validity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allocated_node_selector_and_deletion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_claim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unschedulable_searched_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
