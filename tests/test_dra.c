@@ -1414,6 +1414,56 @@ static void test_unschedulable_searched_once(void **state)
     tly_podsched_destroy(ps);
 }
 
+/*
+** A pod refused by many nodes for many reasons: each DRA reason names its
+** node (18 different texts), and the nodes after them refused for cpu
+** give one text three times, counted once ("3 Insufficient cpu"). Past 16
+** texts the counting matches texts by hash (podsched.c count_reasons);
+** a match that failed there would list "1 Insufficient cpu" three times.
+*/
+static void test_many_reasons_counted_once(void **state)
+{
+    (void)state;
+    char *y = tly_xstrdup(GPU_CLASS);
+    for (int i = 0; i < 21; i++) {
+        bool gpu = i < 18;
+        char *more = tly_xasprintf(
+            "%sapiVersion: v1\nkind: Node\nmetadata: {name: %s-%02d}\n"
+            "status: {allocatable: {cpu: \"%s\", memory: 64Gi, pods: \"110\"}, conditions: [{type: Ready, status: \"True\"}]}\n---\n",
+            y, gpu ? "g" : "z", i, gpu ? "64" : "2");
+        free(y);
+        y = more;
+        if (gpu) {
+            more = tly_xasprintf(
+                "%sapiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: g-%02d-gpus}\n"
+                "spec: {driver: gpu.nvidia.com, nodeName: g-%02d, pool: {name: g-%02d, generation: 1, resourceSliceCount: 1},\n"
+                "  devices: [{name: gpu-0}]}\n---\n", y, i, i, i);
+            free(y);
+            y = more;
+        }
+    }
+    char *all = tly_xasprintf(
+        "%sapiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: team-a}\n"
+        "spec: {resources: {cpu: {quota: -1, limit: -1}, memory: {quota: -1, limit: -1}, gpu: {quota: -1, limit: -1}}}\n---\n"
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: two, namespace: ns}\n"
+        "spec: {spec: {devices: {requests: [{name: gpus, exactly: {deviceClassName: gpu.nvidia.com, count: 2}}]}}}\n---\n"
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, labels: {kai.scheduler/queue: team-a}}\n"
+        "spec: {schedulerName: kai-scheduler, resourceClaims: [{name: gpus, resourceClaimTemplateName: two}],\n"
+        "  containers: [{name: c, resources: {requests: {cpu: \"4\"}, claims: [{name: gpus}]}}]}\n", y);
+    free(y);
+    load(all);
+    free(all);
+    tly_podsched *ps = tly_podsched_create(S);
+    tly_podsched_run(ps);
+    const tly_ps_result *r = tly_podsched_pod(ps, (uint32_t)tly_podsched_find(ps, "ns", "p"));
+    assert_string_equal(r->state, "Unschedulable");
+    assert_non_null(strstr(r->message, "0/21 nodes are available: "));
+    assert_non_null(strstr(r->message, "3 Insufficient cpu"));
+    assert_null(strstr(r->message, "1 Insufficient cpu"));
+    assert_non_null(strstr(r->message, "1 free on node g-17)"));
+    tly_podsched_destroy(ps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1447,6 +1497,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_allocated_node_selector_and_deletion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_claim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unschedulable_searched_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_reasons_counted_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
