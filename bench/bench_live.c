@@ -31,6 +31,7 @@
 ** events is the baseline; both print p50/p99/max.
 */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,7 +295,7 @@ typedef struct {
     tly_arena *a;
     long pods;
     double rate, until;
-    volatile int stop;
+    atomic_int stop;
     long applied;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -322,7 +323,7 @@ static void *stream_events(void *arg)
     watcher_init(&w, st->l);
     char buf[16384];
     double t0 = now_s();
-    for (long e = 0; !st->stop && now_s() < st->until; e++) {
+    for (long e = 0; !atomic_load(&st->stop) && now_s() < st->until; e++) {
         sleep_until(t0 + (double)e / st->rate);
         size_t len = event_json(buf, sizeof buf, e + 1000003, st->pods);
         watch_feed(&w, buf, len);
@@ -432,7 +433,7 @@ static int webhook_mode(long pods, double erate, double rrate, double seconds)
     pthread_cond_broadcast(&st.cv);
     pthread_mutex_unlock(&st.mu);
     n = decide_at(l, review, rlen, rrate, seconds, &busy, &pt);
-    st.stop = 1;
+    atomic_store(&st.stop, 1);
     pthread_join(th, NULL);
     char what[96];
     snprintf(what, sizeof what, "with %.0f events/s (%ld applied)", erate, st.applied);

@@ -4,7 +4,9 @@
 # reservation ledger of `tally serve --reserve-upsizes` (test_upsize: 16
 # threads admitting upsizes against a nearly full queue), and the webhook
 # server itself (cli_serve: concurrent clients, SIGHUP state swaps while
-# requests are in flight, certificate reloads). The rest of the suite is
+# requests are in flight, certificate reloads), and the live mode against
+# the test API server (gating, runs, status, live: reflector threads, the
+# controllers and their writer threads, leader election). The rest of the suite is
 # single-threaded and gains nothing from TSan. Any data race halts the run
 # with a non-zero exit.
 set -euo pipefail
@@ -24,3 +26,9 @@ bash tests/cli/serve.sh build-tsan/tally
 echo "tsan: tally serve (tests/cli/serve.sh) clean"
 python3 tests/live/reload_race.py build-tsan/tally --rounds 2 --inflight 8 --pad 200000
 echo "tsan: a reload during upsize decisions (tests/live/reload_race.py) clean"
+# The live mode's threads: reflectors, the controllers' cycle and writer threads, the lease.
+# A race kills serve (halt_on_error), and the script's checks then fail.
+for t in gating runs status live; do
+  bash "tests/cli/$t.sh" build-tsan/tally
+  echo "tsan: tests/cli/$t.sh clean"
+done

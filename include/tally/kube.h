@@ -38,6 +38,7 @@
 #define TALLY_KUBE_H
 
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -131,7 +132,7 @@ void tly_kube_explain_status(const tly_kube *k, const tly_kube_resp *r, const ch
 */
 typedef int (*tly_kube_chunk_fn)(void *ctx, const char *data, size_t len);
 int tly_kube_stream(tly_kube *k, const char *path, tly_kube_chunk_fn fn, void *ctx,
-                    const volatile int *stop, long idle_ms, tly_kube_resp *r, char *err,
+                    const atomic_int *stop, long idle_ms, tly_kube_resp *r, char *err,
                     size_t errlen);
 
 /* Requests sent so far (for metrics and tests). */

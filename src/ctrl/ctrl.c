@@ -31,7 +31,7 @@ struct tly_ctrl {
     tly_ctrl_options o;
     pthread_t th;
     bool started;
-    volatile int stop;
+    atomic_int stop;         /* set by tly_ctrl_stop, read by the cycle and its writer threads */
     tly_gatectl *gating;
     tly_runctl *runs;
     tly_statusctl *status;
@@ -66,8 +66,8 @@ static bool may_write(void *ctx)
 {
     tly_ctrl *c = ctx;
     if (!c->o.lease)
-        return !c->stop;
-    return !c->stop && tly_lease_leading(c->o.lease) && tly_lease_term(c->o.lease) == c->term;
+        return !atomic_load(&c->stop);
+    return !atomic_load(&c->stop) && tly_lease_leading(c->o.lease) && tly_lease_term(c->o.lease) == c->term;
 }
 
 static bool leading(tly_ctrl *c) { return !c->o.lease || tly_lease_leading(c->o.lease); }
@@ -77,11 +77,11 @@ static void *run(void *arg)
     tly_ctrl *c = arg;
     uint64_t seen = tly_live_version(c->o.live);
     bool again = false;
-    while (!c->stop) {
+    while (!atomic_load(&c->stop)) {
         /* After a refused write the object changed: its watch event is what to wait for. */
         seen = tly_live_wait(c->o.live, seen, again ? AGAIN_MS : TICK_MS);
         again = false;
-        if (c->stop || !leading(c) || (c->o.ready && !c->o.ready(c->o.ready_ctx)))
+        if (atomic_load(&c->stop) || !leading(c) || (c->o.ready && !c->o.ready(c->o.ready_ctx)))
             continue;
         c->term = c->o.lease ? tly_lease_term(c->o.lease) : 0;
         tly_store *fork = tly_live_fork(c->o.live);
@@ -100,6 +100,7 @@ static void *run(void *arg)
 tly_ctrl *tly_ctrl_start(const tly_ctrl_options *o)
 {
     tly_ctrl *c = tly_xcalloc(1, sizeof *c);
+    atomic_init(&c->stop, 0);
     c->o = *o;
     if (c->o.reservation_timeout_ms <= 0)
         c->o.reservation_timeout_ms = TLY_CTRL_DEFAULT_RESERVATION_MS;
@@ -122,7 +123,7 @@ void tly_ctrl_stop(tly_ctrl *c)
 {
     if (!c)
         return;
-    c->stop = 1;
+    atomic_store(&c->stop, 1);
     if (c->started)
         pthread_join(c->th, NULL);
     tly_gatectl_destroy(c->gating);

@@ -27,7 +27,7 @@ struct tly_lease {
     char *ns, *name, *identity;
     pthread_t th;
     bool started;
-    volatile int stop;
+    atomic_int stop;         /* set by tly_lease_stop, read by the lease thread */
     atomic_int_fast64_t renewed;    /* monotonic ms of the last renewal as holder; 0: not holder */
     atomic_uint_fast64_t term, acquisitions;
     /* what was last observed (the elector's thread only) */
@@ -241,13 +241,13 @@ static void release_lease(tly_lease *l)
 static void *run(void *arg)
 {
     tly_lease *l = arg;
-    while (!l->stop) {
+    while (!atomic_load(&l->stop)) {
         round_once(l);
         /* A leader that could not renew within the deadline stops leading. */
         int64_t renewed = atomic_load(&l->renewed);
         if (renewed && mono_ms() - renewed >= l->o.renew_deadline_ms)
             became(l, false, 0);
-        for (int64_t end = mono_ms() + l->o.retry_ms; !l->stop && mono_ms() < end;) {
+        for (int64_t end = mono_ms() + l->o.retry_ms; !atomic_load(&l->stop) && mono_ms() < end;) {
             struct timespec ts = {0, 20 * 1000000};
             nanosleep(&ts, NULL);
         }
@@ -288,7 +288,7 @@ void tly_lease_stop(tly_lease *l)
 {
     if (!l)
         return;
-    l->stop = 1;
+    atomic_store(&l->stop, 1);
     if (l->started)
         pthread_join(l->th, NULL);
     if (atomic_load(&l->renewed)) {

@@ -173,7 +173,7 @@ typedef struct {
     tly_kube_chunk_fn fn;
     void *ctx;
     int fn_rc;
-    const volatile int *stop;
+    const atomic_int *stop;
     long idle_ms;
     int64_t last_byte_ms;
     bool idle_expired;
@@ -256,7 +256,7 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 {
     (void)dt, (void)dn, (void)ut, (void)un;
     xfer *x = ud;
-    if (x->stop && *x->stop)
+    if (x->stop && atomic_load(x->stop))
         return 1;
     if (x->idle_ms > 0 && tly_mono_ms() - x->last_byte_ms > x->idle_ms) {
         x->idle_expired = true;
@@ -386,7 +386,7 @@ static int perform(tly_kube *k, const req *q, xfer *x, const tly_kube_cred *cred
     int rc = TLY_OK;
     if (cc == CURLE_OK) {
         rc = TLY_OK;
-    } else if (x->fn_rc || (x->stop && *x->stop)) {
+    } else if (x->fn_rc || (x->stop && atomic_load(x->stop))) {
         rc = TLY_OK;   /* the caller ended it */
     } else if (x->idle_expired) {
         snprintf(err, errlen, "nothing arrived from %s for %ld ms", q->path, x->idle_ms);
@@ -436,7 +436,7 @@ int tly_kube_request(tly_kube *k, const char *method, const char *path, const ch
 }
 
 int tly_kube_stream(tly_kube *k, const char *path, tly_kube_chunk_fn fn, void *ctx,
-                    const volatile int *stop, long idle_ms, tly_kube_resp *r, char *err,
+                    const atomic_int *stop, long idle_ms, tly_kube_resp *r, char *err,
                     size_t errlen)
 {
     memset(r, 0, sizeof *r);

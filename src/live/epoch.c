@@ -84,7 +84,7 @@ void tly_epochs_retire(tly_epochs *e, void *p, uint64_t born, void (*free_fn)(vo
 {
     if (!p)
         return;
-    if (born >= e->cur) {
+    if (born >= tly_epochs_cur(e)) {
         free_fn(p, ctx);
         e->freed++;
         return;
@@ -100,7 +100,7 @@ void tly_epochs_retire(tly_epochs *e, void *p, uint64_t born, void (*free_fn)(vo
             e->ret = tly_xrealloc(e->ret, e->capret * sizeof *e->ret);
         }
     }
-    e->ret[e->nret++] = (tly_retired){p, free_fn, ctx, e->cur};
+    e->ret[e->nret++] = (tly_retired){p, free_fn, ctx, tly_epochs_cur(e)};
 }
 
 void tly_epochs_reclaim(tly_epochs *e)

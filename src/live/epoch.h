@@ -51,8 +51,18 @@ void tly_epochs_init(tly_epochs *e);
 /* Frees everything still retired (no fork may be alive). */
 void tly_epochs_destroy(tly_epochs *e);
 
-/* The writer's epoch: memory born in it may be changed in place. */
-static inline uint64_t tly_epochs_cur(const tly_epochs *e) { return e->cur; }
+/*
+** The writer's epoch: memory born in it may be changed in place. An atomic
+** load: the writer stamps decoded objects before it takes its lock, while
+** a fork may be moving cur on. A stale (smaller) epoch there only means
+** the object is copied rather than changed in place, which is safe.
+** tly_epochs_retire must run under the writer's lock (live.c), where cur
+** cannot move.
+*/
+static inline uint64_t tly_epochs_cur(const tly_epochs *e)
+{
+    return __atomic_load_n(&e->cur, __ATOMIC_ACQUIRE);
+}
 
 /* Called with the writer's lock held (live.c): F for a new fork. */
 uint64_t tly_epochs_fork(tly_epochs *e);

@@ -55,7 +55,7 @@ typedef struct {
 
 struct tly_reflectors {
     tly_reflectors_options o;
-    volatile int stop;
+    atomic_int stop;         /* set by tly_reflectors_stop, read by every reflector thread */
     refl r[NKINDS];
     int n;
     pthread_t crd_th;        /* crd_run */
@@ -89,7 +89,7 @@ static void logk(refl *r, int level, const char *event, const char *fmt, ...)
 static void nap_set(const struct tly_reflectors *s, int64_t ms)
 {
     int64_t end = mono_ms() + ms;
-    while (!s->stop) {
+    while (!atomic_load(&s->stop)) {
         int64_t left = end - mono_ms();
         if (left <= 0)
             return;
@@ -194,7 +194,7 @@ static int on_item(void *ctx, const tly_node *it)
     tly_live_apply(live, TLY_LIVE_UPSERT, it, path);
     free(path);
     tly_live_sweep_keep(x->sw, tly_kind_namespaced(r->kind) ? ns : NULL, name);
-    return r->set->stop ? TLY_EINVAL : TLY_OK;
+    return atomic_load(&r->set->stop) ? TLY_EINVAL : TLY_OK;
 }
 
 /* Lists the kind; 0 listed, 404 not served any more, -1 failed. */
@@ -207,7 +207,7 @@ static int list_kind(refl *r)
                            sizeof err);
     if (rc != TLY_OK) {
         tly_live_sweep_abort(x.sw);
-        if (!r->set->stop)
+        if (!atomic_load(&r->set->stop))
             logk(r, LOG_WARN, "list-failed", "%s", err);
         return rc == TLY_ENOENT ? 404 : -1;
     }
@@ -298,7 +298,7 @@ static int watch_once(refl *r)
     int rc = tly_kube_stream(o->kube, path, on_bytes, &w, &r->set->stop,
                              o->idle_ms > 0 ? o->idle_ms : 90000, &resp, err, sizeof err);
     int next;
-    if (r->set->stop) {
+    if (atomic_load(&r->set->stop)) {
         next = 0;
     } else if (w.expired || resp.status == 410) {
         logk(r, LOG_INFO, "watch-expired", "resourceVersion %s is too old: relisting", r->rv ? r->rv : "");
@@ -341,7 +341,7 @@ static bool until_served(refl *r, int64_t *bo)
 {
     const tly_reflectors_options *o = &r->set->o;
     bool said_absent = false;
-    while (!r->set->stop) {
+    while (!atomic_load(&r->set->stop)) {
         int s = discover(r);
         if (s > 0) {
             atomic_store(&r->served, 1);
@@ -372,7 +372,7 @@ static void *run(void *arg)
 {
     refl *r = arg;
     int64_t bo = 0;
-    while (!r->set->stop) {
+    while (!atomic_load(&r->set->stop)) {
         if (!atomic_load(&r->served) && !until_served(r, &bo))
             break;
         int lr = list_kind(r);
@@ -389,7 +389,7 @@ static void *run(void *arg)
         mark_fine(r);
         for (;;) {
             int next = watch_once(r);
-            if (r->set->stop || next == 1)
+            if (atomic_load(&r->set->stop) || next == 1)
                 break;
             if (next == 2) {
                 forget_kind(r);
@@ -467,7 +467,7 @@ static void *crd_run(void *arg)
     tly_reflectors *s = arg;
     bool failing = false;
     long period = s->o.recheck_ms ? s->o.recheck_ms : 30000;
-    while (!s->stop) {
+    while (!atomic_load(&s->stop)) {
         char err[1024] = "";
         bool ok = list_crds(s, err, sizeof err);
         if (!ok && !failing && s->o.log)
@@ -505,7 +505,7 @@ void tly_reflectors_stop(tly_reflectors *s)
 {
     if (!s)
         return;
-    s->stop = 1;
+    atomic_store(&s->stop, 1);
     if (s->crd_started)
         pthread_join(s->crd_th, NULL);
     for (int i = 0; i < s->n; i++) {
