@@ -569,8 +569,9 @@ static void handle_raw_object(loader *L, const char *key, const tly_node *obj)
 }
 
 /*
-** A KAI snapshot read as one tree (libfyaml, or a small snapshot.json the
-** native reader did not stream): schedulerParams, then every rawObjects list.
+** A KAI snapshot read as one tree (one that is not a document's top level,
+** whose rawObjects both readers stream): schedulerParams, then every
+** rawObjects list.
 */
 static void handle_snapshot(loader *L, const tly_node *top)
 {
@@ -693,17 +694,21 @@ static tly_node *stand_in_list(loader *L, struct fy_event *vev)
 }
 
 /*
-** A KAI snapshot's rawObjects map, after its MAPPING_START: each member
-** that is a list is streamed as a List's items are, its objects typed by
-** the member's key; other members are built as usual. Exactly what the
-** native JSON reader does (jsonparse.c stream_raw), so that both paths
-** decode the same objects in the same order with the same diagnostics.
-** Returns the map (its lists childless), or NULL when the parser broke.
+** The members of map n after its MAPPING_START, built at depth (built by
+** hand so that lists can be streamed, as the native JSON reader's
+** map_members does, so that both paths decode the same objects in the same
+** order with the same diagnostics):
+**   - a document's top-level map (items non-NULL): an `items` list is
+**     streamed (a List's), and so is a `rawObjects` map (a KAI snapshot's);
+**     *items gets the key position of the first (line 0: none);
+**   - a snapshot's rawObjects map (raw): each member that is a list is
+**     streamed, its objects typed by the member's key.
+** Every other value is built as usual. A streamed list stays in the map as
+** a childless list (for the duplicate-key check). Returns false when the
+** parser broke.
 */
-static tly_node *stream_raw_fy(loader *L, struct fy_event *ev)
+static bool stream_members(loader *L, tly_node *n, int depth, bool raw, uint32_t items[2])
 {
-    tly_node *n = new_node(L, L->doc, ev, TLY_N_MAP);
-    fy_parser_event_free(L->fyp, ev);
     tly_node **tail = &n->kids;
     tly_keyset ks;
     tly_keyset_init(&ks);
@@ -713,70 +718,33 @@ static tly_node *stream_raw_fy(loader *L, struct fy_event *ev)
     while ((more = next_in(L, FYET_MAPPING_END, &kev)) > 0) {
         uint32_t kline, kcol;
         bool ok;
-        const char *key = read_key(L, L->doc, kev, 3, &kline, &kcol, &ok);
+        const char *key = read_key(L, L->doc, kev, depth, &kline, &kcol, &ok);
         struct fy_event *vev = ok ? next_event(L) : NULL;
         if (!vev) {
             more = -1;
             break;
         }
-        tly_node *v;
-        if (key && vev->type == FYET_SEQUENCE_START) {
-            v = stand_in_list(L, vev);
-            if (!stream_items_fy(L, key)) {
-                more = -1;
-                break;
-            }
-        } else if (!(v = build(L, L->doc, vev, 3))) {
+        int t = vev->type;
+        bool list = key && t == FYET_SEQUENCE_START && (raw || (items && !strcmp(key, "items")));
+        bool snapshot = key && t == FYET_MAPPING_START && items && !strcmp(key, "rawObjects");
+        tly_node *v = list ? stand_in_list(L, vev) : snapshot ? new_node(L, L->doc, vev, TLY_N_MAP) : NULL;
+        if (snapshot)
+            fy_parser_event_free(L->fyp, vev);
+        if ((list && !stream_items_fy(L, raw ? key : NULL)) ||
+            (snapshot && !stream_members(L, v, depth + 1, true, NULL)) ||
+            (!v && !(v = build(L, L->doc, vev, depth)))) {
             more = -1;
             break;
         }
+        if ((list || snapshot) && items && !items[0])
+            items[0] = kline, items[1] = kcol;
         if (key && !add_member(L, n, &tail, &ks, v, key, kline, kcol))
             unique = false;
     }
     tly_keyset_free(&ks);
     if (unique)
         n->flags |= TLY_NF_UNIQUE;
-    return more < 0 ? NULL : n;
-}
-
-/*
-** The members of a document's top-level map, after its MAPPING_START (built
-** by hand so that `items` and a snapshot's rawObjects lists can be streamed). *items: the key position of a
-** streamed `items` list (line 0: none). Returns false when the parser broke.
-*/
-static bool load_top_members(loader *L, tly_node *top, tly_keyset *ks, uint32_t items[2])
-{
-    tly_node **tail = &top->kids;
-    struct fy_event *kev;
-    int more;
-    while ((more = next_in(L, FYET_MAPPING_END, &kev)) != 0) {
-        if (more < 0)
-            return false;
-        uint32_t kline, kcol;
-        bool ok;
-        const char *key = read_key(L, L->doc, kev, 2, &kline, &kcol, &ok);
-        struct fy_event *vev = ok ? next_event(L) : NULL;
-        if (!vev)
-            return false;
-        tly_node *v;
-        if (key && strcmp(key, "items") == 0 && vev->type == FYET_SEQUENCE_START) {
-            v = stand_in_list(L, vev);
-            if (!stream_items_fy(L, NULL))
-                return false;
-            if (!items[0])
-                items[0] = kline, items[1] = kcol;
-        } else if (key && strcmp(key, "rawObjects") == 0 && vev->type == FYET_MAPPING_START) {
-            if (!(v = stream_raw_fy(L, vev)))
-                return false;
-            if (!items[0])
-                items[0] = kline, items[1] = kcol;
-        } else if (!(v = build(L, L->doc, vev, 2))) {
-            return false;
-        }
-        if (key)
-            add_member(L, top, &tail, ks, v, key, kline, kcol);
-    }
-    return true;
+    return more == 0;
 }
 
 static void list_members(loader *L, const tly_node *top);
@@ -805,12 +773,8 @@ static bool load_document(loader *L)
     } else {
         tly_node *top = new_node(L, L->doc, ev, TLY_N_MAP);
         fy_parser_event_free(L->fyp, ev);
-        tly_keyset ks;
-        tly_keyset_init(&ks);
         uint32_t items[2] = {0, 0};
-        bool ok = load_top_members(L, top, &ks, items);
-        tly_keyset_free(&ks);
-        if (!ok)
+        if (!stream_members(L, top, 2, false, items))
             return false;
         const char *kind = scalar_member(top, "kind");
         if (!items[0])

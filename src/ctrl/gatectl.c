@@ -811,10 +811,8 @@ static void count_ungate(tly_gatectl *g, const char *queue)
 ** it goes out); its answer is read by the cycle's thread (ungate_done).
 */
 typedef struct {
-    tly_gatectl *g;
+    const cycle *cy;
     const action *a;
-    bool (*may_write)(void *ctx);
-    void *ctx;
     bool sent;
     tly_write_rc rc;
     char now[32], err[1024];
@@ -823,17 +821,17 @@ typedef struct {
 static void send_ungate(void *arg)
 {
     ungate_job *j = arg;
-    if ((j->sent = j->may_write(j->ctx)))
-        j->rc = tly_write_ungate(j->g->k, j->a->pod, j->now, j->err, sizeof j->err);
+    if ((j->sent = j->cy->may_write(j->cy->ctx)))
+        j->rc = tly_write_ungate(j->cy->g->k, j->a->pod, j->now, j->err, sizeof j->err);
 }
 
 /*
 ** What one ungate's answer means, on the cycle's thread: a pod admitted
 ** (remembered, counted, its condition and event sent), or false when the
-** writes must end (the fence stopped it, or the server refused the patch
-** because the pod changed; a pod that is gone ends nothing).
+** writes must end: the fence stopped it, or the server refused the patch
+** (*refused: the pod changed; a pod that is gone ends nothing).
 */
-static bool ungate_done(cycle *cy, const ungate_job *j)
+static bool ungate_done(cycle *cy, const ungate_job *j, bool *refused)
 {
     tly_gatectl *g = cy->g;
     if (!j->sent)
@@ -842,6 +840,7 @@ static bool ungate_done(cycle *cy, const ungate_job *j)
     if (j->rc != TLY_WRITE_OK) {
         log_kv(g, j->rc == TLY_WRITE_FAILED ? 2 : 1, "ungate-refused", key, j->err);
         free(key);
+        *refused |= j->rc != TLY_WRITE_GONE;
         return j->rc == TLY_WRITE_GONE;
     }
     assume(g, tly_xstrdup(key), j->a->pod->meta.uid, j->a->queue, cy->now);
@@ -854,14 +853,14 @@ static bool ungate_done(cycle *cy, const ungate_job *j)
 }
 
 /* Sends the batch's n ungates at once and reads their answers in order; false: end the writes. */
-static bool ungate_batch(cycle *cy, ungate_job *jobs, size_t n)
+static bool ungate_batch(cycle *cy, ungate_job *jobs, size_t n, bool *refused)
 {
     for (size_t i = 0; i < n; i++)
         tly_write_pool_submit(cy->g->upool, send_ungate, &jobs[i]);
     tly_write_pool_wait(cy->g->upool);
     bool go_on = true;
     for (size_t i = 0; i < n; i++)
-        go_on &= ungate_done(cy, &jobs[i]);
+        go_on &= ungate_done(cy, &jobs[i], refused);
     return go_on;
 }
 
@@ -869,30 +868,30 @@ static void write_held(cycle *cy, const action *a);
 
 /*
 ** The cycle's writes in the decided order: ungates in batches, held pods'
-** follow-ups as they come. Returns true when a refused ungate (or the
-** fence) ended them early.
+** follow-ups as they come (until the fence stops them). Returns true
+** when the server refused an ungate (the pod changed).
 */
 static bool write_actions(cycle *cy)
 {
     ungate_job jobs[UNGATE_BATCH];
     size_t n = 0;
-    bool go_on = true;
+    bool go_on = true, refused = false;
     for (size_t i = 0; i < cy->nacts && go_on && cy->may_write(cy->ctx); i++) {
         const action *a = &cy->acts[i];
         if (!a->admit) {
             write_held(cy, a);
             continue;
         }
-        jobs[n] = (ungate_job){.g = cy->g, .a = a, .may_write = cy->may_write, .ctx = cy->ctx};
+        jobs[n] = (ungate_job){.cy = cy, .a = a};
         tly_write_now(jobs[n].now);
         if (++n == UNGATE_BATCH) {
-            go_on = ungate_batch(cy, jobs, n);
+            go_on = ungate_batch(cy, jobs, n, &refused);
             n = 0;
         }
     }
     if (n)
-        go_on &= ungate_batch(cy, jobs, n);
-    return !go_on;
+        ungate_batch(cy, jobs, n, &refused);
+    return refused;
 }
 
 /* Finishes an admission another replica (or an earlier try) began. */
