@@ -92,6 +92,7 @@ struct tly_podsched {
     tly_store *s;
     tly_names *names;
     tly_arena *a;
+    tly_arena *tmp;  /* a unit's workload-level charges: reset per unit */
     tly_queues *qs;
     nstate *nodes;
     uint32_t nnodes;
@@ -327,7 +328,7 @@ static uint32_t relevant(tly_podsched *ps, const pstate *p, uint32_t **out)
 
 /* What pod p charges its queues on node `node` (-1: job level, the largest node GPU memory). */
 static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_accounted,
-                        tly_qcharge *c, const char **problem)
+                        tly_qcharge *c, const char **problem, tly_arena *a)
 {
     memset(c, 0, sizeof *c);
     uint64_t mem = node >= 0 ? ps->nodes[node].gpu_mem : ps->max_gpu_mem;
@@ -335,7 +336,7 @@ static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_acc
     c->res[TLY_QR_CPU] = tly_rlist_get(&p->req.req, TLY_R_CPU, NULL);
     c->res[TLY_QR_MEMORY] = tly_rlist_get(&p->req.req, TLY_R_MEMORY, NULL);
     c->res[TLY_QR_GPU] = tly_hundredths_qty(h);
-    c->all.v = tly_arena_alloc(ps->a, (p->req.req.n + 2) * sizeof *c->all.v);
+    c->all.v = tly_arena_alloc(a, (p->req.req.n + 2) * sizeof *c->all.v);
     c->all.n = 0;
     for (uint32_t i = 0; i < p->req.req.n; i++) {
         uint32_t id = p->req.req.v[i].id;
@@ -344,7 +345,7 @@ static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_acc
         c->all.v[c->all.n++] = p->req.req.v[i];
     }
     if (h > 0)
-        tly_rlist_set(&c->all, ps->a, p->req.gpu_resource, c->res[TLY_QR_GPU]);
+        tly_rlist_set(&c->all, a, p->req.gpu_resource, c->res[TLY_QR_GPU]);
     if (with_accounted && node >= 0) {
         /* Into the scratch: only the listed entries (all for a pod with claims). */
         uint32_t *idx = NULL, nidx = 0;
@@ -356,7 +357,7 @@ static void make_charge(tly_podsched *ps, pstate *p, int32_t node, bool with_acc
         c->acc_idx = idx;
         c->nacc_idx = nidx;
         tly_accounted_charges_matched(ps->qs, p->res.pod, &p->req, &ps->match, (uint32_t)node, mem,
-                                      idx, nidx, c->accounted, problem, ps->a);
+                                      idx, nidx, c->accounted, problem, a);
     }
 }
 
@@ -547,26 +548,30 @@ static void pod_lists(tly_podsched *ps, pstate *p)
             p->job_idx[p->njob_idx++] = p->acc_idx[e];
 }
 
-/* What pod p charges without a node (the workload-level check and reservations). */
-static void job_charge(tly_podsched *ps, pstate *p, tly_qcharge *c)
+/*
+** What pod p charges without a node (the workload-level check and
+** reservations), from arena a: ps->a for a charge the pod keeps, ps->tmp for
+** one that only a decision reads.
+*/
+static void job_charge(tly_podsched *ps, pstate *p, tly_qcharge *c, tly_arena *a)
 {
     uint32_t nacc = tly_queues_naccres(ps->qs);
-    make_charge(ps, p, -1, false, c, NULL);
+    make_charge(ps, p, -1, false, c, NULL, a);
     /* Scratch: the entries in the list are all written; readers read only those. */
-    c->accounted = p->acc_sparse ? ps->acc_job : tly_arena_zalloc(ps->a, (nacc + 1) * sizeof(tly_qty));
+    c->accounted = p->acc_sparse ? ps->acc_job : tly_arena_zalloc(a, (nacc + 1) * sizeof(tly_qty));
     if (p->acc_sparse) {
         c->acc_idx = p->job_idx;
         c->nacc_idx = p->njob_idx;
     }
     tly_accounted_charges_job(ps->qs, p->res.pod, &p->req, ps->max_gpu_mem, c->acc_idx, c->nacc_idx,
-                              c->accounted, ps->a);
+                              c->accounted, a);
     /* KAI's workload-level check counts the GPUs the pod's DRA claims ask for. */
     uint32_t g = p->res.pod->nclaims ? tly_dra_job_gpus(ps->dra, p->res.pod, p->res.queue) : 0;
     if (g) {
         tly_qty gq = tly_hundredths_qty((uint64_t)g * 100), sum;
         tly_qty_add(c->res[TLY_QR_GPU], gq, &c->res[TLY_QR_GPU]);
         tly_qty_add(tly_rlist_get(&c->all, TLY_R_NVIDIA_GPU, NULL), gq, &sum);
-        tly_rlist_set(&c->all, ps->a, TLY_R_NVIDIA_GPU, sum);
+        tly_rlist_set(&c->all, a, TLY_R_NVIDIA_GPU, sum);
     }
 }
 
@@ -758,6 +763,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
     ps->s = s;
     ps->names = tly_store_names(s);
     ps->a = tly_arena_create(256 * 1024);
+    ps->tmp = tly_arena_create(64 * 1024);
     ps->qs = tly_queues_create(s);
     ps->acc_try = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
     ps->acc_best = tly_arena_zalloc(ps->a, (tly_queues_naccres(ps->qs) + 1) * sizeof(tly_qty));
@@ -882,7 +888,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
                 ** the resize ledger counts every bound pod.
                 */
                 pod_lists(ps, q);
-                job_charge(ps, q, &q->charge);
+                job_charge(ps, q, &q->charge, ps->a);
                 pack_charge(ps, &q->charge);
                 tly_queues_charge(ps->qs, (uint32_t)q->queue, &q->charge, q->non_preemptible, 1);
                 q->res.charges = q->charge.acc_list;
@@ -890,7 +896,7 @@ tly_podsched *tly_podsched_create(tly_store *s)
             }
             if (q->queue >= 0 && ni >= 0) {
                 const char *problem;
-                make_charge(ps, q, ni, true, &q->charge, &problem);
+                make_charge(ps, q, ni, true, &q->charge, &problem, ps->a);
                 if (q->dra && q->dra->nclaims) {
                     add_dra(ps, q, (uint32_t)ni, q->dra, q->charge.res, q->charge.accounted, &problem);
                     uint32_t g = tly_dra_gpu_devices(q->dra);
@@ -1019,6 +1025,7 @@ void tly_podsched_destroy(tly_podsched *ps)
     free(ps->pods);
     tly_queues_destroy(ps->qs);
     tly_arena_destroy(ps->a);
+    tly_arena_destroy(ps->tmp);
     free(ps);
 }
 
@@ -1608,7 +1615,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     pl->pod = pi;
     pl->node = best;
     tly_qcharge best_charge;
-    make_charge(ps, p, best, false, &best_charge, NULL);
+    make_charge(ps, p, best, false, &best_charge, NULL, ps->a);
     /* The charges on the chosen node's class, packed: what the pod keeps. */
     uint32_t bcl = ps->node_class[best];
     best_charge.accounted = ps->acc_best;
@@ -2091,13 +2098,15 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
     tly_qcharge sum;
     memset(&sum, 0, sizeof sum);
     uint32_t nacc = tly_queues_naccres(ps->qs);
+    /* The sum is read by the checks only (a reservation copies it): from the scratch. */
+    tly_arena_reset(ps->tmp);
     if (n == 1) {
-        job_charge(ps, &ps->pods[unit[0]], &sum);
+        job_charge(ps, &ps->pods[unit[0]], &sum, ps->tmp);
     } else {
         for (uint32_t k = 0; k < n; k++) {
             tly_qcharge c;
-            job_charge(ps, &ps->pods[unit[k]], &c);
-            add_charge(&sum, &c, ps->a, nacc);
+            job_charge(ps, &ps->pods[unit[k]], &c, ps->tmp);
+            add_charge(&sum, &c, ps->tmp, nacc);
         }
     }
     bool np = first->non_preemptible;
@@ -2160,8 +2169,8 @@ static void place_unit(tly_podsched *ps, uint32_t *unit, uint32_t n)
                 continue;
             tly_qcharge c;
             pstate *p = &ps->pods[unit[k]];
-            job_charge(ps, p, &c);
-            add_charge(&rsv, &c, ps->a, nacc);
+            job_charge(ps, p, &c, ps->tmp);
+            add_charge(&rsv, &c, ps->tmp, nacc);
             any = true;
         }
         if (any)

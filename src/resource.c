@@ -220,10 +220,9 @@ void tly_rlist_set(tly_rlist *l, tly_arena *a, uint32_t id, tly_qty q)
     l->n++;
 }
 
-/* Merges a and b id by id; op 0 add, 1 sub, 2 max. */
-static int rlist_merge(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out, int op)
+/* Merges a and b id by id into v (room for a->n + b->n); op 0 add, 1 sub, 2 max. */
+static int rlist_merge_into(const tly_rlist *a, const tly_rlist *b, tly_rq *v, tly_rlist *out, int op)
 {
-    tly_rq *v = tly_arena_alloc(ar, (a->n + b->n) * sizeof *v + 1);
     uint32_t i = 0, j = 0, n = 0;
     const tly_qty zero = {0, TLY_QFMT_DECIMAL_SI};
     while (i < a->n || j < b->n) {
@@ -259,9 +258,25 @@ static int rlist_merge(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tl
     return TLY_OK;
 }
 
+static int rlist_merge(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out, int op)
+{
+    tly_rq *v = tly_arena_alloc(ar, (a->n + b->n) * sizeof *v + 1);
+    return rlist_merge_into(a, b, v, out, op);
+}
+
 int tly_rlist_add(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out)
 {
     return rlist_merge(a, b, ar, out, 0);
+}
+
+int tly_rlist_add_into(const tly_rlist *a, const tly_rlist *b, tly_rq *v, tly_rlist *out)
+{
+    return rlist_merge_into(a, b, v, out, 0);
+}
+
+void tly_rlist_max_into(const tly_rlist *a, const tly_rlist *b, tly_rq *v, tly_rlist *out)
+{
+    (void)rlist_merge_into(a, b, v, out, 2);
 }
 
 int tly_rlist_sub(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out)

@@ -837,6 +837,43 @@ static void test_gpu_hundredths_per_kind(void **state)
     assert_int_equal(tly_podreq_gpu_hundredths(&r, 0), 600);
 }
 
+/*
+** A pod whose partial sums outgrow podreq.c's stack scratch (256 entries):
+** three containers of 100 extended resources each, and an init container on
+** half of them. The sums past the buffer come from the arena; the answer is
+** the same: 1 + 2 + 3 = 6 per resource, 7 where the init container asks more.
+*/
+static void test_many_resources_past_the_scratch(void **state)
+{
+    (void)state;
+    size_t cap = 64 * 1024, len = 0;
+    char *yaml = malloc(cap);
+    assert_non_null(yaml);
+    len += (size_t)snprintf(yaml + len, cap - len,
+                            POD_HEAD "metadata: {name: p, namespace: ns1}\nspec:\n  initContainers:\n"
+                            "  - name: init\n    resources:\n      requests:\n");
+    for (int k = 0; k < 50; k++)
+        len += (size_t)snprintf(yaml + len, cap - len, "        example.com/r%d: \"7\"\n", k);
+    len += (size_t)snprintf(yaml + len, cap - len, "  containers:\n");
+    for (int c = 1; c <= 3; c++) {
+        len += (size_t)snprintf(yaml + len, cap - len,
+                                "  - name: c%d\n    resources:\n      requests:\n", c);
+        for (int k = 0; k < 100; k++)
+            len += (size_t)snprintf(yaml + len, cap - len, "        example.com/r%d: \"%d\"\n", k, c);
+    }
+    assert_true(len < cap);
+    tly_podreq r = compute(yaml);
+    free(yaml);
+    expect_valid(&r);
+    assert_int_equal(r.req.n, 101);  /* 100 resources and pods */
+    for (int k = 0; k < 100; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "example.com/r%d", k);
+        assert_int_equal(milli(&r, name), k < 50 ? 7000 : 6000);
+    }
+    assert_int_equal(milli(&r, "pods"), 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -874,6 +911,7 @@ int main(void)
         cmocka_unit_test_teardown(test_mig_instances_count_their_slices, teardown),
         cmocka_unit_test_teardown(test_names_that_are_not_mig, teardown),
         cmocka_unit_test_teardown(test_gpu_hundredths_per_kind, teardown),
+        cmocka_unit_test_teardown(test_many_resources_past_the_scratch, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,6 +72,13 @@ void tly_rlist_set(tly_rlist *l, tly_arena *a, uint32_t id, tly_qty q);
 int tly_rlist_add(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out);
 int tly_rlist_sub(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out);
 void tly_rlist_max(const tly_rlist *a, const tly_rlist *b, tly_arena *ar, tly_rlist *out);
+/*
+** The same into v, which has room for a->n + b->n entries and overlaps
+** neither operand: for lists built through several merges in scratch space,
+** where only the final list is kept.
+*/
+int tly_rlist_add_into(const tly_rlist *a, const tly_rlist *b, tly_rq *v, tly_rlist *out);
+void tly_rlist_max_into(const tly_rlist *a, const tly_rlist *b, tly_rq *v, tly_rlist *out);
 /* Drops zero entries in place. */
 void tly_rlist_compact(tly_rlist *l);
 /* true when every id of a equals b's (absent counts as zero). */
