@@ -45,8 +45,11 @@
 ** ---------
 ** Selectors are CEL programs over `device`, evaluated by tally's one CEL
 ** module (cel.h) in its device environment: each selector of a class, claim
-** or template is compiled once when the indexes are built, and evaluated per
-** device per candidate node without parsing or allocating. The environment
+** or template is compiled once when the indexes are built, and evaluated
+** without parsing or allocating. The lists of classes and templates, which
+** every pod using them tries on the same devices, remember their answer per
+** device (dra_sels.memo, 2 bits a device); a claim's own lists are evaluated
+** per device per candidate node. The environment
 ** holds what placement evaluates exactly, without floating point:
 **   device.driver == "x"   (and !=, and string ordering)
 **   device.attributes["domain"].name  OP  "str" | int | true | false
@@ -149,6 +152,14 @@ struct dra_sels {
     dra_sels *alts;
     uint32_t nalts;
     const char *rname;             /* an alternative's result name, "request/subrequest" */
+    /*
+    ** Per device, 2 bits: whether the whole list was evaluated on it and
+    ** whether it matched. A list's answer on a device depends on nothing
+    ** else, and the lists of classes and templates are tried on the same
+    ** devices by every pod that uses them, on every node searched. NULL for
+    ** a claim's own lists (one pod's: nothing to share) and empty lists.
+    */
+    uint8_t *memo;
 };
 
 typedef struct {
@@ -303,10 +314,12 @@ static void map_put(tly_dra *d, tly_strmap *m, const char *x, const char *y, con
 
 /* Compiles a selector list; err becomes "<what>: <first compile error>". */
 static void compile_sels(tly_dra *d, const char *const *exprs, uint32_t n, const char *what,
-                         dra_sels *out)
+                         bool memo, dra_sels *out)
 {
     out->sel = n ? tly_arena_zalloc(d->a, n * sizeof *out->sel) : NULL;
     out->nsel = n;
+    if (memo && n)
+        out->memo = tly_arena_zalloc(d->a, ((size_t)d->ndevs * 2 + 7) / 8 + 1);
     for (uint32_t i = 0; i < n; i++) {
         const char *err;
         out->sel[i] = cel_compile(d->a, exprs[i], &err);
@@ -348,7 +361,8 @@ static void compile_constraints(tly_dra *d, const tly_meta *m, const tly_claim_s
 ** composed here, once, so that tly_dra_try() returns them without copying
 ** (an unsupported selector can be long).
 */
-static void compile_spec(tly_dra *d, const tly_meta *m, const tly_claim_spec *spec, dra_spec *out)
+static void compile_spec(tly_dra *d, const tly_meta *m, const tly_claim_spec *spec, bool memo,
+                         dra_spec *out)
 {
     out->spec = spec;
     if (m->errors)
@@ -364,7 +378,7 @@ static void compile_spec(tly_dra *d, const tly_meta *m, const tly_claim_spec *sp
         const char *what = tly_arena_printf(d->a, "%s %s/%s request %s", tly_kind_name(m->kind),
                                             m->ns ? m->ns : "", m->name, rq->name ? rq->name : "?");
         if (!rq->first_available) {
-            compile_sels(d, rq->selectors, rq->nselectors, what, &out->reqs[r]);
+            compile_sels(d, rq->selectors, rq->nselectors, what, memo, &out->reqs[r]);
             continue;
         }
         dra_sels *ds = &out->reqs[r];
@@ -376,7 +390,8 @@ static void compile_spec(tly_dra *d, const tly_meta *m, const tly_claim_spec *sp
         ds->nalts = rq->nsubs;
         for (uint32_t k = 0; k < rq->nsubs; k++) {
             const char *swhat = tly_arena_printf(d->a, "%s/%s", what, rq->subs[k].name);
-            compile_sels(d, rq->subs[k].selectors, rq->subs[k].nselectors, swhat, &ds->alts[k]);
+            compile_sels(d, rq->subs[k].selectors, rq->subs[k].nselectors, swhat, memo,
+                         &ds->alts[k]);
             ds->alts[k].rname = tly_arena_printf(d->a, "%s/%s", rq->name, rq->subs[k].name);
             if (ds->alts[k].err && !ds->err)
                 ds->err = ds->alts[k].err;
@@ -653,7 +668,7 @@ static void index_claims(tly_dra *d)
         const tly_resource_claim *c = tly_store_at(d->s, TLY_K_RESOURCE_CLAIM, i);
         dra_claim *st = &d->claims[i];
         st->claim = c;
-        compile_spec(d, &c->meta, &c->spec, &st->spec);
+        compile_spec(d, &c->meta, &c->spec, false, &st->spec);
         map_put(d, &d->claimmap, c->meta.ns, c->meta.name, NULL, i + 1);
         if (c->allocated)
             for (uint32_t r = 0; r < c->nresults; r++) {
@@ -682,7 +697,7 @@ static void index_claims(tly_dra *d)
     d->tmpls = tly_xcalloc(d->ntmpls ? d->ntmpls : 1, sizeof *d->tmpls);
     for (uint32_t i = 0; i < d->ntmpls; i++) {
         const tly_claim_template *t = tly_store_at(d->s, TLY_K_RESOURCE_CLAIM_TEMPLATE, i);
-        compile_spec(d, &t->meta, &t->spec, &d->tmpls[i]);
+        compile_spec(d, &t->meta, &t->spec, true, &d->tmpls[i]);
         map_put(d, &d->tmplmap, t->meta.ns, t->meta.name, NULL, i + 1);
     }
 }
@@ -709,7 +724,8 @@ tly_dra *tly_dra_create(tly_store *s)
         const tly_device_class *dc = tly_store_at(s, TLY_K_DEVICE_CLASS, i);
         d->classes[i].cls = dc;
         compile_sels(d, dc->selectors, dc->nselectors,
-                     tly_arena_printf(d->a, "DeviceClass %s", dc->meta.name), &d->classes[i].sels);
+                     tly_arena_printf(d->a, "DeviceClass %s", dc->meta.name), true,
+                     &d->classes[i].sels);
         tly_strmap_put(&d->classmap, dc->meta.name, strlen(dc->meta.name),
                        (void *)(uintptr_t)(i + 1));
     }
@@ -876,12 +892,26 @@ static const dra_class *find_class(const tly_dra *d, const char *name)
     return v ? &d->classes[v - 1] : NULL;
 }
 
-static bool sels_match(const dra_sels *s, const char *driver, const tly_device *dev)
+static bool sels_eval(const dra_sels *s, const char *driver, const tly_device *dev)
 {
     for (uint32_t i = 0; i < s->nsel; i++)
         if (!s->sel[i] || !cel_match(s->sel[i], driver, dev))
             return false;
     return true;
+}
+
+/* Whether every selector of s matches device gi (dev, of driver). */
+static bool sels_match(const dra_sels *s, uint32_t gi, const char *driver, const tly_device *dev)
+{
+    if (!s->memo)
+        return sels_eval(s, driver, dev);
+    uint8_t *b = &s->memo[gi / 4];
+    unsigned sh = (gi % 4) * 2;
+    if (*b >> sh & 1)
+        return *b >> sh & 2;
+    bool ok = sels_eval(s, driver, dev);
+    *b |= (uint8_t)((1u | (ok ? 2u : 0u)) << sh);
+    return ok;
 }
 
 /*
@@ -1006,8 +1036,8 @@ static bool selectable(const tly_dra *d, const dra_class *cl, const dra_sels *se
         return false;
     if (!taints_tolerated(de->dev, rq))
         return false;
-    return sels_match(&cl->sels, de->slice->driver, de->dev) &&
-           sels_match(sels, de->slice->driver, de->dev);
+    return sels_match(&cl->sels, gi, de->slice->driver, de->dev) &&
+           sels_match(sels, gi, de->slice->driver, de->dev);
 }
 
 /*

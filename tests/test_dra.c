@@ -699,6 +699,52 @@ static void test_generated_template_claim(void **state)
     assert_string_equal(devnames(&C2), "gpu-1");
 }
 
+/*
+** The selector lists of classes and templates remember their answer per
+** device (dra.c, dra_sels.memo). Two templates over the same class, tried
+** by several pods on both nodes (devices on either side of a memo byte):
+** each list keeps its own answers, and a device's answer holds for the next
+** pod and the next node.
+*/
+static void test_template_selectors_remembered(void **state)
+{
+    (void)state;
+    load(CLUSTER
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+         "metadata: {name: h200, namespace: team}\n"
+         "spec:\n  spec:\n    devices:\n      requests:\n      - name: g\n"
+         "        exactly:\n          deviceClassName: gpu.nvidia.com\n"
+         "          selectors:\n"
+         "          - cel: {expression: 'device.attributes[\"gpu.nvidia.com\"].productName == \"H200\"'}\n---\n"
+         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
+         "metadata: {name: gb200, namespace: team}\n"
+         "spec:\n  spec:\n    devices:\n      requests:\n      - name: g\n"
+         "        exactly:\n          deviceClassName: gpu.nvidia.com\n          count: 3\n"
+         "          selectors:\n"
+         "          - cel: {expression: 'device.attributes[\"gpu.nvidia.com\"].productName == \"GB200\"'}\n---\n"
+         POD("a", "team-a", "resourceClaimTemplateName", "h200")
+         POD("b", "team-a", "resourceClaimTemplateName", "h200")
+         POD("c", "team-a", "resourceClaimTemplateName", "h200")
+         POD("d", "team-a", "resourceClaimTemplateName", "gb200")
+         POD("e", "team-a", "resourceClaimTemplateName", "gb200"));
+    const char *why = NULL;
+    assert_int_equal(tly_dra_try(D, pod("team", "a"), "node-1", "team-a", &C, &why), 1);
+    assert_string_equal(devnames(&C), "gpu-2");
+    tly_dra_commit(D, &C);
+    assert_int_equal(tly_dra_try(D, pod("team", "b"), "node-1", "team-a", &C2, &why), 0);
+    assert_int_equal(tly_dra_try(D, pod("team", "b"), "node-2", "team-a", &C2, &why), 1);
+    assert_string_equal(devnames(&C2), "gpu-0");
+    tly_dra_commit(D, &C2);
+    assert_int_equal(tly_dra_try(D, pod("team", "c"), "node-2", "team-a", &C3, &why), 1);
+    assert_string_equal(devnames(&C3), "gpu-1");
+    /* The other template on the devices the first one refused, and on node-2's H200s. */
+    assert_int_equal(tly_dra_try(D, pod("team", "d"), "node-2", "team-a", &C3, &why), 0);
+    assert_int_equal(tly_dra_try(D, pod("team", "d"), "node-1", "team-a", &C3, &why), 1);
+    assert_string_equal(devnames(&C3), "gpu-0,gpu-1,gpu-3");
+    tly_dra_commit(D, &C3);
+    assert_int_equal(tly_dra_try(D, pod("team", "e"), "node-1", "team-a", &C3, &why), 0);
+}
+
 static void test_gpu_class_counting(void **state)
 {
     (void)state;
@@ -1478,6 +1524,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_allocated_claim_other_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_claims_per_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_generated_template_claim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_selectors_remembered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_class_counting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_charges_device_attributes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_charges_selected_capacity, setup, teardown),
