@@ -143,20 +143,6 @@ static void scratch_max(scratch *sc, const tly_rlist *x, const tly_rlist *y, tly
     tly_rlist_max_into(x, y, scratch_take(sc, x->n + y->n), out);
 }
 
-/* l[id] = q; l is the scratch's (or empty), so an existing entry is set in place. */
-static void scratch_set(scratch *sc, tly_rlist *l, uint32_t id, tly_qty q)
-{
-    tly_rq one = {id, q};
-    tly_rlist single = {&one, 1};
-    for (uint32_t i = 0; i < l->n; i++)
-        if (l->v[i].id == id) {
-            l->v[i].q = q;
-            return;
-        }
-    /* id is absent, so the max of the two is the union. */
-    scratch_max(sc, l, &single, l);
-}
-
 /* A copy of l in the arena: what outlives the computation. */
 static tly_rlist scratch_keep(const tly_rlist *l, tly_arena *a)
 {
@@ -264,12 +250,14 @@ static bool effective_requests(const tly_pod *p, tly_names *names, tly_arena *a,
 
     /* Pod-level resources replace the aggregate for the names the kubelet
        supports at pod level; other names there (ephemeral-storage) are
-       ignored and the containers' values stand. */
+       ignored and the containers' values stand. result is the scratch's
+       (never the pod's), so an existing entry is set in place; a new one
+       costs the arena a copy (rare: few pods have pod-level resources). */
     if (p->has_pod_resources) {
         for (uint32_t i = 0; i < p->pod_requests.n; i++) {
             const tly_rq *e = &p->pod_requests.v[i];
             if (is_pod_level_name(tly_names_str(names, e->id)))
-                scratch_set(&sc, &result, e->id, e->q);
+                tly_rlist_set(&result, a, e->id, e->q);
         }
     }
 

@@ -226,6 +226,13 @@ static uint32_t accres_index(const char *name)
     "      exactly:\n"                                                                           \
     "        deviceClassName: " cls "\n" extra "---\n"
 
+/* A v1 ResourceClaimTemplate in namespace team with one request g; exactly is its body (a flow map). */
+#define TEMPLATE(name, exactly)                                                                  \
+    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"                              \
+    "metadata: {name: " name ", namespace: team}\n"                                              \
+    "spec:\n  spec:\n    devices:\n      requests:\n      - name: g\n"                          \
+    "        exactly: " exactly "\n---\n"
+
 /* ---------------------------------------------------------------------- */
 /* CEL subset                                                             */
 /* ---------------------------------------------------------------------- */
@@ -635,10 +642,7 @@ static void test_template_claims_per_pod(void **state)
 {
     (void)state;
     load(CLUSTER
-         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
-         "metadata: {name: two-gpus, namespace: team}\n"
-         "spec:\n  spec:\n    devices:\n      requests:\n      - name: g\n"
-         "        exactly: {deviceClassName: gpu.nvidia.com, count: 2}\n---\n"
+         TEMPLATE("two-gpus", "{deviceClassName: gpu.nvidia.com, count: 2}")
          POD("a", "team-a", "resourceClaimTemplateName", "two-gpus")
          POD("b", "team-b", "resourceClaimTemplateName", "two-gpus")
          POD("c", "team-a", "resourceClaimTemplateName", "two-gpus")
@@ -674,10 +678,7 @@ static void test_generated_template_claim(void **state)
 {
     (void)state;
     load(CLUSTER
-         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
-         "metadata: {name: one-gpu, namespace: team}\n"
-         "spec:\n  spec:\n    devices:\n      requests:\n      - name: g\n"
-         "        exactly: {deviceClassName: gpu.nvidia.com}\n---\n"
+         TEMPLATE("one-gpu", "{deviceClassName: gpu.nvidia.com}")
          "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\n"
          "metadata:\n  name: run-dev-x7k2\n  namespace: team\n"
          "  annotations: {resource.kubernetes.io/pod-claim-name: dev}\n"
@@ -710,18 +711,10 @@ static void test_template_selectors_remembered(void **state)
 {
     (void)state;
     load(CLUSTER
-         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
-         "metadata: {name: h200, namespace: team}\n"
-         "spec:\n  spec:\n    devices:\n      requests:\n      - name: g\n"
-         "        exactly:\n          deviceClassName: gpu.nvidia.com\n"
-         "          selectors:\n"
-         "          - cel: {expression: 'device.attributes[\"gpu.nvidia.com\"].productName == \"H200\"'}\n---\n"
-         "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\n"
-         "metadata: {name: gb200, namespace: team}\n"
-         "spec:\n  spec:\n    devices:\n      requests:\n      - name: g\n"
-         "        exactly:\n          deviceClassName: gpu.nvidia.com\n          count: 3\n"
-         "          selectors:\n"
-         "          - cel: {expression: 'device.attributes[\"gpu.nvidia.com\"].productName == \"GB200\"'}\n---\n"
+         TEMPLATE("h200", "{deviceClassName: gpu.nvidia.com, selectors: [{cel: {expression: "
+                          "'device.attributes[\"gpu.nvidia.com\"].productName == \"H200\"'}}]}")
+         TEMPLATE("gb200", "{deviceClassName: gpu.nvidia.com, count: 3, selectors: [{cel: {expression: "
+                           "'device.attributes[\"gpu.nvidia.com\"].productName == \"GB200\"'}}]}")
          POD("a", "team-a", "resourceClaimTemplateName", "h200")
          POD("b", "team-a", "resourceClaimTemplateName", "h200")
          POD("c", "team-a", "resourceClaimTemplateName", "h200")
