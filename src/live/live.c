@@ -8,11 +8,12 @@
 **   rows       queue name -> ledger row (ledger.h)   forks (persistent)
 **   a pod's charge now                               writer only, kept in
 **                                                    its object's wrapper
-**   on_node    node\x1fns\x1fpod -> pod key          writer only: pods to
-**   in_group   ns\x1fgroup\x1fpod -> pod key          charge again when their
+**   on_node    node -> {pod key}                     writer only: pods to
+**   in_group   ns\x1fgroup -> {pod key}              charge again when their
 **                                                    node or PodGroup changes
-** The writer-only maps use a private epoch that never moves, so they are
-** changed in place like any mutable map.
+** The writer-only indexes are hash multimaps (keyindex.h), changed in
+** place; the relist's map of kept keys uses a private epoch that never
+** moves, so it too is changed in place.
 **
 ** To compute a charge the writer reads its own current state through a
 ** store view ("head") of the same backend as a fork's; the head caches the
@@ -29,6 +30,7 @@
 #include <time.h>
 
 #include "epoch.h"
+#include "keyindex.h"
 #include "ledger.h"
 #include "ptree.h"
 #include "tally/arena.h"
@@ -98,8 +100,8 @@ struct tly_live {
     tly_arena *scratch;      /* one charge computation at a time (writer) */
     pthread_mutex_t dmu;     /* the decoders' diagnostics list, reused */
     tly_diags *ddiags;
-    tly_ptree *on_node;
-    tly_ptree *in_group;
+    tly_keyindex *on_node;
+    tly_keyindex *in_group;
     /* The writer's view of its own state, and the AccountedResources as a queue set. */
     lview head_ctx;
     tly_store *head;
@@ -302,6 +304,8 @@ tly_live *tly_live_create(const tly_live_options *o)
     pthread_mutex_init(&l->wmu, NULL);
     tly_epochs_init(&l->ep);
     tly_epochs_init(&l->priv);
+    l->on_node = tly_keyindex_new();
+    l->in_group = tly_keyindex_new();
     l->names = tly_names_create();
     l->scheduler_name = o && o->scheduler_name ? tly_xstrdup(o->scheduler_name) : NULL;
     l->gating_mode = o ? o->gating_mode : 0;
@@ -354,21 +358,12 @@ static int free_lobj_entry(void *ctx, const char *key, void *val)
     return 0;
 }
 
-static int free_value(void *ctx, const char *key, void *val)
-{
-    (void)ctx, (void)key;
-    free(val);
-    return 0;
-}
-
 void tly_live_destroy(tly_live *l)
 {
     if (!l)
         return;
     drop_head(l);
     crdref_drop(l->crds);
-    tly_ptree_each(l->on_node, free_value, NULL);
-    tly_ptree_each(l->in_group, free_value, NULL);
     tly_arena_destroy(l->scratch);
     tly_diags_destroy(l->ddiags);
     pthread_mutex_destroy(&l->dmu);
@@ -377,8 +372,8 @@ void tly_live_destroy(tly_live *l)
     tly_ptree_free(&l->ep, l->pending);
     tly_ptree_free(&l->ep, l->groups);
     tly_ptree_free(&l->ep, l->runs_on);
-    tly_ptree_free(&l->priv, l->on_node);
-    tly_ptree_free(&l->priv, l->in_group);
+    tly_keyindex_free(l->on_node);
+    tly_keyindex_free(l->in_group);
     for (int k = 0; k < TLY_K_COUNT; k++) {
         tly_ptree_each(l->kinds[k], free_lobj_entry, &l->ep);
         tly_ptree_free(&l->ep, l->kinds[k]);
@@ -477,10 +472,15 @@ static void recharge_keys(tly_live *l, keylist *k)
     memset(k, 0, sizeof *k);
 }
 
-static void recharge_range(tly_live *l, tly_ptree *index, const char *lo, const char *hi)
+/* Every pod of one group of a writer-only index, in key order. */
+static void recharge_group(tly_live *l, const tly_keyindex *ix, const char *group)
 {
+    const char **members;
+    uint32_t n = tly_keyindex_members(ix, group, &members);
     keylist k = {.l = l};
-    tly_ptree_range(index, lo, hi, collect_key, &k);
+    for (uint32_t i = 0; i < n; i++)
+        collect_key(&k, members[i], NULL);
+    free(members);
     recharge_keys(l, &k);
 }
 
@@ -500,29 +500,25 @@ static void recharge_all(tly_live *l)
 
 /* ---- indexes -------------------------------------------------------------------- */
 
-static void index_set(tly_live *l, tly_ptree **ix, const char *a, const char *b, const char *pkey,
-                      const char *pname, bool on)
+static void index_set(tly_keyindex *ix, const char *group, const char *pkey, bool on)
 {
-    char key[KEYMAX * 2];
-    const char *parts[3] = {a, b, pname};
-    join_key(key, sizeof key, parts, 3);
-    void *prev;
-    if (on) {
-        *ix = tly_ptree_put(&l->priv, *ix, key, tly_xstrdup(pkey), &prev);
-    } else {
-        *ix = tly_ptree_del(&l->priv, *ix, key, &prev);
-    }
-    free(prev);
+    if (on)
+        tly_keyindex_add(ix, group, pkey);
+    else
+        tly_keyindex_del(ix, group, pkey);
 }
 
 /* The writer-only indexes for pod p (on: added, else removed): which pods to charge again. */
 static void index_pod(tly_live *l, const char *pkey, const tly_pod *p, bool on)
 {
     if (p->node_name && *p->node_name)
-        index_set(l, &l->on_node, p->node_name, p->meta.ns, pkey, p->meta.name, on);
+        index_set(l->on_node, p->node_name, pkey, on);
     const char *pg = tly_kvs_get(&p->meta.annotations, "pod-group-name");
-    if (pg && *pg)
-        index_set(l, &l->in_group, p->meta.ns, pg, pkey, p->meta.name, on);
+    if (pg && *pg) {
+        char group[KEYMAX * 2];
+        const char *parts[2] = {p->meta.ns, pg};
+        index_set(l->in_group, join_key(group, sizeof group, parts, 2), pkey, on);
+    }
 }
 
 /*
@@ -628,11 +624,7 @@ static void after_node(tly_live *l, const tly_k8s_node *old, const tly_k8s_node 
     }
     if ((!old && !neu) || !node_charge_changed(old, neu))
         return;
-    const char *name = neu ? neu->meta.name : old->meta.name;
-    char lo[KEYMAX], hi[KEYMAX];
-    snprintf(lo, sizeof lo, "%s\x1f", name);
-    snprintf(hi, sizeof hi, "%s\x20", name);
-    recharge_range(l, l->on_node, lo, hi);
+    recharge_group(l, l->on_node, neu ? neu->meta.name : old->meta.name);
 }
 
 /* Runs by the Pod they are assigned to (the object itself, so every version replaces it). */
@@ -658,10 +650,9 @@ static void after_other(tly_live *l, int kind, const tly_meta *old, const tly_me
         return;
     }
     if (kind == TLY_K_PODGROUP) {
-        char lo[KEYMAX], hi[KEYMAX];
-        snprintf(lo, sizeof lo, "%s\x1f%s\x1f", m->ns, m->name);
-        snprintf(hi, sizeof hi, "%s\x1f%s\x20", m->ns, m->name);
-        recharge_range(l, l->in_group, lo, hi);
+        char group[KEYMAX * 2];
+        const char *parts[2] = {m->ns ? m->ns : "", m->name};
+        recharge_group(l, l->in_group, join_key(group, sizeof group, parts, 2));
     } else if (kind == TLY_K_PRIORITY_CLASS || kind == TLY_K_CONFIG ||
                kind == TLY_K_ACCOUNTED_RESOURCE) {
         recharge_all(l);
