@@ -516,8 +516,7 @@ static void index_pod(tly_live *l, const char *pkey, const tly_pod *p, bool on)
     const char *pg = tly_kvs_get(&p->meta.annotations, "pod-group-name");
     if (pg && *pg) {
         char group[KEYMAX * 2];
-        const char *parts[2] = {p->meta.ns, pg};
-        index_set(l->in_group, join_key(group, sizeof group, parts, 2), pkey, on);
+        index_set(l->in_group, obj_key(group, sizeof group, p->meta.ns, pg), pkey, on);
     }
 }
 
@@ -651,8 +650,7 @@ static void after_other(tly_live *l, int kind, const tly_meta *old, const tly_me
     }
     if (kind == TLY_K_PODGROUP) {
         char group[KEYMAX * 2];
-        const char *parts[2] = {m->ns ? m->ns : "", m->name};
-        recharge_group(l, l->in_group, join_key(group, sizeof group, parts, 2));
+        recharge_group(l, l->in_group, obj_key(group, sizeof group, m->ns, m->name));
     } else if (kind == TLY_K_PRIORITY_CLASS || kind == TLY_K_CONFIG ||
                kind == TLY_K_ACCOUNTED_RESOURCE) {
         recharge_all(l);
