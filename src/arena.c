@@ -10,7 +10,9 @@
 */
 #include "tally/arena.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +198,71 @@ char *tly_arena_printf(tly_arena *a, const char *fmt, ...)
     vsnprintf(p, (size_t)n + 1, fmt, ap2);
     va_end(ap2);
     return p;
+}
+
+/*
+** The pool is a stack of reset arenas under a mutex: the writer returns
+** arenas while reflector threads take them, and the lock is held for a
+** pointer push or pop only. A kept arena keeps its first block, so getting
+** one is a pop and its first allocations call no malloc.
+*/
+struct tly_arena_pool {
+    pthread_mutex_t mu;
+    size_t block_size;
+    size_t max_kept;
+    size_t n;
+    tly_arena **kept;
+};
+
+tly_arena_pool *tly_arena_pool_create(size_t block_size, size_t max_kept)
+{
+    tly_arena_pool *p = tly_xcalloc(1, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    p->block_size = block_size ? block_size : 64 * 1024;
+    p->max_kept = max_kept;
+    p->kept = tly_xcalloc(max_kept ? max_kept : 1, sizeof *p->kept);
+    return p;
+}
+
+void tly_arena_pool_destroy(tly_arena_pool *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++)
+        tly_arena_destroy(p->kept[i]);
+    free(p->kept);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+tly_arena *tly_arena_pool_get(tly_arena_pool *p)
+{
+    tly_arena *a = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->n)
+        a = p->kept[--p->n];
+    pthread_mutex_unlock(&p->mu);
+    return a ? a : tly_arena_create(p->block_size);
+}
+
+void tly_arena_pool_put(tly_arena_pool *p, tly_arena *a)
+{
+    if (!a)
+        return;
+    if (a->block_size != p->block_size) {
+        tly_arena_destroy(a);
+        return;
+    }
+    tly_arena_reset(a);
+    /* Reset keeps the oldest block, which is a one-off's when the first
+       allocation was larger than a block: such an arena is not kept. */
+    pthread_mutex_lock(&p->mu);
+    bool keep = p->n < p->max_kept && a->reserved <= p->block_size;
+    if (keep)
+        p->kept[p->n++] = a;
+    pthread_mutex_unlock(&p->mu);
+    if (!keep)
+        tly_arena_destroy(a);
 }
 
 size_t tly_arena_used(const tly_arena *a) { return a->used; }

@@ -60,6 +60,59 @@ static void test_string_helpers(void **state)
     tly_arena_destroy(a);
 }
 
+/* A pooled arena comes back reset, holding its first block; past max_kept arenas are freed. */
+static void test_pool_reuses_arenas(void **state)
+{
+    (void)state;
+    tly_arena_pool *p = tly_arena_pool_create(1024, 2);
+    tly_arena *a = tly_arena_pool_get(p), *b = tly_arena_pool_get(p), *c = tly_arena_pool_get(p);
+    void *first = tly_arena_alloc(a, 100);
+    tly_arena_alloc(a, 1000);   /* a second block, freed by the reset */
+    tly_arena_alloc(b, 10);
+    tly_arena_pool_put(p, a);
+    tly_arena_pool_put(p, b);
+    tly_arena_pool_put(p, c);   /* a third: over max_kept, destroyed (ASan: no leak) */
+    tly_arena *again = tly_arena_pool_get(p);
+    assert_ptr_equal(again, b);  /* a stack: the last kept first */
+    tly_arena *a2 = tly_arena_pool_get(p);
+    assert_ptr_equal(a2, a);
+    assert_int_equal(tly_arena_used(a2), 0);
+    assert_int_equal(tly_arena_reserved(a2), 1024);
+    assert_ptr_equal(tly_arena_alloc(a2, 100), first);
+    tly_arena *fresh = tly_arena_pool_get(p);   /* the pool is empty now: a new arena */
+    assert_int_equal(tly_arena_reserved(fresh), 0);
+    tly_arena_pool_put(p, fresh);
+    tly_arena_pool_put(p, again);
+    tly_arena_pool_put(p, a2);  /* over max_kept again */
+    tly_arena_pool_destroy(p);
+}
+
+/*
+** An arena whose reset would keep a one-off block (its first allocation was
+** larger than a block, or a one-off went behind its only block) is not kept.
+*/
+static void test_pool_drops_oversized_and_foreign(void **state)
+{
+    (void)state;
+    tly_arena_pool *p = tly_arena_pool_create(1024, 4);
+    tly_arena *big = tly_arena_pool_get(p);
+    tly_arena_alloc(big, 5000);
+    tly_arena_pool_put(p, big);
+    tly_arena *behind = tly_arena_pool_get(p);
+    tly_arena_alloc(behind, 10);
+    tly_arena_alloc(behind, 3000);
+    tly_arena_pool_put(p, behind);
+    tly_arena *foreign = tly_arena_create(4096);
+    tly_arena_pool_put(p, foreign);
+    /* None was kept: the pool hands out a new arena, which has no block yet. */
+    tly_arena *x = tly_arena_pool_get(p);
+    assert_int_equal(tly_arena_reserved(x), 0);
+    tly_arena_alloc(x, 10);
+    assert_int_equal(tly_arena_reserved(x), 1024);
+    tly_arena_pool_put(p, x);
+    tly_arena_pool_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -67,6 +120,8 @@ int main(void)
         cmocka_unit_test(test_large_allocation_gets_its_own_block),
         cmocka_unit_test(test_reset_reuses_memory),
         cmocka_unit_test(test_string_helpers),
+        cmocka_unit_test(test_pool_reuses_arenas),
+        cmocka_unit_test(test_pool_drops_oversized_and_foreign),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

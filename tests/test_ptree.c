@@ -193,9 +193,63 @@ static void fork_is_frozen(void **state)
     tly_epochs_destroy(&e);
 }
 
+/*
+** Reclaimed nodes are reused: after a fork's release, the next copies take
+** the nodes the fork pinned instead of new memory, and only nodes no fork
+** can see are handed out (a fork taken before stays intact under ASan).
+*/
+static void reclaimed_nodes_are_reused(void **state)
+{
+    (void)state;
+    tly_epochs e;
+    tly_epochs_init(&e);
+    tly_ptree *t = NULL;
+    void *old;
+    char key[32];
+    for (int i = 0; i < 64; i++) {
+        key_of(i, key);
+        t = tly_ptree_put(&e, t, key, (void *)(intptr_t)(i + 1), &old);
+    }
+    size_t kept = 0;
+    for (int c = 0; c < TLY_EPOCH_SPARE_CLASSES; c++)
+        kept += e.spare[c].n;
+    assert_int_equal(kept, 0);
+    uint64_t f = tly_epochs_fork(&e);
+    tly_ptree *snap = t;
+    key_of(10, key);
+    t = tly_ptree_put(&e, t, key, (void *)100, &old);   /* copies the path to key 10 */
+    size_t copied = tly_epochs_pending(&e);
+    assert_true(copied > 0);
+    tly_epochs_release(&e, f);
+    tly_epochs_reclaim(&e);
+    for (int c = 0; c < TLY_EPOCH_SPARE_CLASSES; c++)
+        kept += e.spare[c].n;
+    assert_int_equal(kept, copied);   /* every pinned node is kept, none freed */
+    /* The next fork and change take kept nodes: the stacks shrink, nothing new is kept. */
+    uint64_t g = tly_epochs_fork(&e);
+    tly_ptree *snap2 = t;
+    key_of(40, key);
+    t = tly_ptree_put(&e, t, key, (void *)400, &old);
+    size_t after = 0;
+    for (int c = 0; c < TLY_EPOCH_SPARE_CLASSES; c++)
+        after += e.spare[c].n;
+    assert_true(after < kept);
+    assert_int_equal((intptr_t)tly_ptree_get(snap2, key), 41);
+    assert_int_equal((intptr_t)tly_ptree_get(t, key), 400);
+    key_of(10, key);
+    assert_int_equal((intptr_t)tly_ptree_get(snap2, key), 100);
+    (void)snap;
+    assert_true(tly_ptree_check(t) && tly_ptree_check(snap2));
+    tly_epochs_release(&e, g);
+    tly_epochs_reclaim(&e);
+    tly_ptree_free(&e, t);
+    tly_epochs_destroy(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reclaimed_nodes_are_reused),
         cmocka_unit_test(random_ops_with_forks),
         cmocka_unit_test(shape_follows_key_set),
         cmocka_unit_test(fork_is_frozen),

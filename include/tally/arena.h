@@ -44,6 +44,24 @@ char *tly_arena_join(tly_arena *a, const char *x, char sep, const char *y);
 char *tly_arena_printf(tly_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/*
+** A pool of arenas that each live as long as one object, as the live
+** state's decoded objects do: tly_arena_pool_put() resets an arena and keeps
+** it (up to max_kept) instead of freeing it, and tly_arena_pool_get() hands a
+** kept one out again. Without it every watch event cost two mallocs and two
+** frees, and the block (larger than glibc's fast bins) made malloc merge its
+** fast bins on every event. Safe to use from several threads.
+*/
+typedef struct tly_arena_pool tly_arena_pool;
+
+tly_arena_pool *tly_arena_pool_create(size_t block_size, size_t max_kept);
+/* Frees the pool and the arenas it keeps (not those handed out). */
+void tly_arena_pool_destroy(tly_arena_pool *p);
+/* An empty arena of the pool's block size; never NULL. */
+tly_arena *tly_arena_pool_get(tly_arena_pool *p);
+/* Takes a back; an arena of another block size, or one past max_kept, is destroyed. */
+void tly_arena_pool_put(tly_arena_pool *p, tly_arena *a);
+
 /* Bytes handed out and bytes reserved from the system (for benchmarks). */
 size_t tly_arena_used(const tly_arena *a);
 size_t tly_arena_reserved(const tly_arena *a);

@@ -20,6 +20,12 @@ void tly_epochs_destroy(tly_epochs *e)
     for (size_t i = e->retfirst; i < e->nret; i++)
         e->ret[i].free_fn(e->ret[i].p, e->ret[i].ctx);
     free(e->ret);
+    /* After the retired: their free functions may have kept nodes. */
+    for (int c = 0; c < TLY_EPOCH_SPARE_CLASSES; c++) {
+        for (uint32_t i = 0; i < e->spare[c].n; i++)
+            free(e->spare[c].v[i]);
+        free(e->spare[c].v);
+    }
     free(e->fork_epoch);
     free(e->fork_count);
     pthread_mutex_destroy(&e->mu);

@@ -27,6 +27,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Size classes of kept tree nodes: 16, 32, ... 256 bytes. */
+#define TLY_EPOCH_SPARE_CLASSES 16
+/* Nodes kept per class, at most (bounds what a burst of deletions leaves behind). */
+#define TLY_EPOCH_SPARE_MAX 16384
+
+/*
+** A stack of kept nodes of one class: an array of pointers, not a list
+** threaded through the nodes, so keeping a node does not touch its memory
+** (a retired node is long out of the cache).
+*/
+typedef struct {
+    void **v;
+    uint32_t n, cap;
+} tly_spares;
+
 typedef struct {
     void *p;
     void (*free_fn)(void *p, void *ctx);
@@ -45,6 +60,13 @@ typedef struct {
     tly_retired *ret;
     size_t nret, capret, retfirst;
     uint64_t freed;       /* items freed so far (tests, metrics) */
+    /*
+    ** Tree nodes freed here, kept for the writer's next copies (ptree.c),
+    ** by size in 16-byte classes: a put copies a path of nodes and their
+    ** originals come back a few events later, so reusing them saves a
+    ** malloc and a free per node. The writer's alone, like `ret`.
+    */
+    tly_spares spare[TLY_EPOCH_SPARE_CLASSES];
 } tly_epochs;
 
 void tly_epochs_init(tly_epochs *e);

@@ -7,6 +7,9 @@
 ** therefore copies at most the nodes on one root-to-leaf path (and, for a
 ** delete, the spines it merges), O(log n) of them.
 **
+** Nodes come from the epochs' spare lists (epoch.h) and go back there when
+** freed, so the steady copying of paths calls no malloc.
+**
 ** Heap order is on (priority, key): a higher priority is nearer the root,
 ** and equal priorities are broken by the smaller key, so the shape is a
 ** function of the key set alone.
@@ -34,15 +37,51 @@ static uint32_t key_prio(const char *k, size_t n)
     return (uint32_t)(h >> 32);
 }
 
+/* A node's bytes: the header and its key. */
+static size_t node_size(size_t klen) { return sizeof(tly_ptree) + klen + 1; }
+
+/* 1 + the spare class of a node of sz bytes; 0 when too big to keep. */
+static size_t spare_class(size_t sz)
+{
+    size_t c = (sz + 15) / 16;
+    return c <= TLY_EPOCH_SPARE_CLASSES ? c : 0;
+}
+
+/* sz bytes for a node: a kept one of its class, else malloc (rounded to the class). */
+static void *node_alloc(tly_epochs *e, size_t sz)
+{
+    size_t c = spare_class(sz);
+    if (!c)
+        return tly_xmalloc(sz);
+    tly_spares *s = &e->spare[c - 1];
+    return s->n ? s->v[--s->n] : tly_xmalloc(c * 16);
+}
+
+/* ctx is the stack of the node's class (retire() picks it), or NULL: freed. */
 static void node_free(void *p, void *ctx)
 {
-    (void)ctx;
-    free(p);
+    tly_spares *s = ctx;
+    if (!s || s->n >= TLY_EPOCH_SPARE_MAX) {
+        free(p);
+        return;
+    }
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 256;
+        s->v = tly_xrealloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = p;
+}
+
+/* Retires node n, to be kept in its class's stack once no fork sees it. */
+static void retire(tly_epochs *e, tly_ptree *n)
+{
+    size_t c = spare_class(node_size(n->klen));
+    tly_epochs_retire(e, n, n->born, node_free, c ? &e->spare[c - 1] : NULL);
 }
 
 static tly_ptree *node_new(tly_epochs *e, const char *key, size_t klen, void *val)
 {
-    tly_ptree *n = tly_xmalloc(sizeof *n + klen + 1);
+    tly_ptree *n = node_alloc(e, node_size(klen));
     n->l = n->r = NULL;
     n->val = val;
     n->born = tly_epochs_cur(e);
@@ -58,11 +97,11 @@ static tly_ptree *own(tly_epochs *e, tly_ptree *n)
 {
     if (n->born >= tly_epochs_cur(e))
         return n;
-    size_t sz = sizeof *n + n->klen + 1;
-    tly_ptree *c = tly_xmalloc(sz);
+    size_t sz = node_size(n->klen);
+    tly_ptree *c = node_alloc(e, sz);
     memcpy(c, n, sz);
     c->born = tly_epochs_cur(e);
-    tly_epochs_retire(e, n, n->born, node_free, NULL);
+    retire(e, n);
     return c;
 }
 
@@ -210,7 +249,7 @@ static tly_ptree *del(tly_epochs *e, tly_ptree *t, const char *key, void **old)
     if (c == 0) {
         *old = t->val;
         tly_ptree *m = merge(e, t->l, t->r);
-        tly_epochs_retire(e, t, t->born, node_free, NULL);
+        retire(e, t);
         return m;
     }
     t = own(e, t);
@@ -237,7 +276,7 @@ void tly_ptree_free(tly_epochs *e, tly_ptree *t)
         return;
     tly_ptree_free(e, t->l);
     tly_ptree_free(e, t->r);
-    tly_epochs_retire(e, t, t->born, node_free, NULL);
+    retire(e, t);
 }
 
 static bool check(const tly_ptree *t, const char *lo, const char *hi)
