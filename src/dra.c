@@ -38,8 +38,10 @@
 ** A device is usable when not held (adminAccess: not twice in its claim),
 ** its counters are available and the claim's matchAttribute constraints
 ** still hold. One ExactCount request's devices are tried as combinations,
-** claims hold at most 32 devices, and the search stops after SEARCH_STEPS
-** device trials (the pod is then UnsupportedConstraint: not evaluated).
+** claims hold at most 32 devices, and the search on one node stops after
+** SEARCH_STEPS device trials (TLY_DRA_BOUND: that node is refused, as
+** Kubernetes' filter timeout refuses it; a pod that then fits nowhere is
+** UnsupportedConstraint, not evaluated).
 **
 ** Selectors
 ** ---------
@@ -264,6 +266,7 @@ struct tly_dra {
     uint64_t steps_max;            /* the most device trials one tly_dra_try() made (bench) */
     uint64_t steps_total;          /* device trials of every tly_dra_try() (bench) */
     uint64_t tries;                /* tly_dra_try() searches run (bench) */
+    uint64_t budget, budget_set;   /* device trials left for the pod (tly_dra_set_budget) */
     tly_strmap devkey;             /* driver\x1fpool\x1fdevice -> index + 1 */
     dra_nodeent *nodes;
     uint32_t nnodes;
@@ -707,6 +710,7 @@ tly_dra *tly_dra_create(tly_store *s)
     tly_dra *d = tly_xcalloc(1, sizeof *d);
     d->s = s;
     d->a = tly_arena_create(1 << 16);
+    d->budget = d->budget_set = UINT64_MAX;
     tly_strmap_init(&d->devkey);
     tly_strmap_init(&d->nodemap);
     tly_strmap_init(&d->classmap);
@@ -861,28 +865,32 @@ static int whyf(tly_dra_choice *c, const char **why, int rc, const char *fmt, ..
     return rc;
 }
 
-/* Whether a nodeSelector slice's devices are reachable from `node` (its terms are ORed). */
-static bool slice_selects(const tly_dra *d, const tly_resource_slice *sl, const char *node)
+/* Whether node selector terms (ORed) select `node`. */
+static bool terms_select(const tly_dra *d, const tly_selector *terms, uint32_t nterms,
+                         const char *node)
 {
     const tly_k8s_node *n = node ? tly_store_find(d->s, TLY_K_NODE, NULL, node) : NULL;
     if (!n)
         return false;
-    for (uint32_t i = 0; i < sl->nnode_terms; i++)
-        if (tly_node_term_matches(&sl->node_terms[i], n))
+    for (uint32_t i = 0; i < nterms; i++)
+        if (tly_node_term_matches(&terms[i], n))
             return true;
     return false;
 }
 
-/* Whether the slice of device gi is published for `node`. */
+/*
+** Whether device gi is reachable from `node`: by its slice's node selection
+** or, in a perDeviceNodeSelection slice, by the device's own (set_reach).
+*/
 static bool dev_on_node(const tly_dra *d, uint32_t gi, const char *node)
 {
-    const tly_resource_slice *sl = d->devs[gi].slice;
-    if (sl->all_nodes)
+    const dra_devent *de = &d->devs[gi];
+    if (de->all_nodes)
         return true;
-    if (sl->node_name)
-        return node && strcmp(sl->node_name, node) == 0;
-    if (sl->has_node_selector)
-        return slice_selects(d, sl, node);
+    if (de->node_name)
+        return node && strcmp(de->node_name, node) == 0;
+    if (de->has_terms)
+        return terms_select(d, de->terms, de->nterms, node);
     return true;  /* a slice that names no node at all: no constraint */
 }
 
@@ -1008,6 +1016,7 @@ typedef struct {
     dra_unit *units;
     uint32_t nunits;
     uint64_t steps;
+    uint64_t limit;                /* trials allowed: SEARCH_STEPS, or less of the pod's budget */
     const char *stop;              /* why the search stopped early (fatal for this node) */
     int stop_rc;                   /* 0 the node fails, -1 unsupported */
     bool limit_hit, counters_hit, constraint_hit;
@@ -1295,7 +1304,7 @@ static int search_slot(dra_search *sc, uint32_t ci, uint32_t ri, uint32_t alt, u
     uint32_t end = u->all ? slot + 1 : u->ncand;
     for (uint32_t k = u->all ? slot : start; k < end; k++) {
         uint32_t gi = u->cand[k];
-        if (++sc->steps > SEARCH_STEPS) {
+        if (++sc->steps > sc->limit) {
             sc->stop = "bound";
             sc->stop_rc = -1;
             return -1;
@@ -1450,7 +1459,8 @@ static const dra_spec *claim_spec_of(const tly_dra *d, const tly_dra_claim_choic
 */
 static int allocate_all(tly_dra *d, tly_dra_choice *c, const char *node, const char **why)
 {
-    dra_search sc = {.d = d, .c = c, .node = node};
+    dra_search sc = {.d = d, .c = c, .node = node,
+                     .limit = d->budget < SEARCH_STEPS ? d->budget : SEARCH_STEPS};
     uint32_t nreq = 0, nunit = 0, ncl = 0;
     for (uint32_t i = 0; i < c->nclaims; i++) {
         const tly_dra_claim_choice *e = &c->claims[i];
@@ -1481,11 +1491,16 @@ static int allocate_all(tly_dra *d, tly_dra_choice *c, const char *node, const c
             if (why)
                 *why = c->why;
         }
+        else if (rc < 0 && sc.limit < SEARCH_STEPS)
+            rc = whyf(c, why, TLY_DRA_BOUND, "the DRA search for the pod's claims stopped on node "
+                      "%s: the pod's %llu device trials (tally's bound per pod) were used up "
+                      "without an answer", node ? node : "?", (unsigned long long)d->budget_set);
         else if (rc < 0)
-            rc = whyf(c, why, -1, "the DRA search for the pod's claims on node %s stopped after "
+            rc = whyf(c, why, TLY_DRA_BOUND, "the DRA search for the pod's claims on node %s stopped after "
                       "%d device trials (tally's bound) without an answer", node ? node : "?",
                       SEARCH_STEPS);
     }
+    d->budget -= sc.steps < d->budget ? sc.steps : d->budget;
     if (sc.steps > d->steps_max)
         d->steps_max = sc.steps;
     d->steps_total += sc.steps;
@@ -1528,8 +1543,11 @@ static int take_allocated(tly_dra *d, tly_dra_claim_choice *e, const dra_claim *
         uint32_t gi = result_dev(d, res->driver, res->pool, res->device);
         /* Without a nodeSelector, where its devices are reachable says where it fits. */
         if (gi != NONE && !cl->has_alloc_node_selector && !dev_on_node(d, gi, node))
-            return whyf(c, why, 0, "ResourceClaim %s/%s is allocated on another node (%s)",
-                        e->ns, e->name, d->devs[gi].slice->node_name);
+            return d->devs[gi].node_name
+                       ? whyf(c, why, 0, "ResourceClaim %s/%s is allocated on another node (%s)",
+                              e->ns, e->name, d->devs[gi].node_name)
+                       : whyf(c, why, 0, "ResourceClaim %s/%s is allocated on devices node %s "
+                              "does not reach", e->ns, e->name, node ? node : "?");
         tly_dra_dev dv = {res->request, result_class(&cl->spec, res->request), res->driver,
                           res->pool, res->device, gi != NONE ? d->devs[gi].dev : NULL, gi,
                           res->admin_access};
@@ -1553,6 +1571,11 @@ static const char *template_claim_name(tly_dra *d, const tly_pod *p, const char 
     if (n)
         tly_strmap_put(&d->tnames, tly_arena_strndup(d->a, buf, n), n, (void *)name);
     return name;
+}
+
+void tly_dra_set_budget(tly_dra *d, uint64_t trials)
+{
+    d->budget = d->budget_set = trials;
 }
 
 void tly_dra_search_stats(const tly_dra *d, uint64_t *max, uint64_t *total, uint64_t *tries)

@@ -26,6 +26,13 @@
 #include "tally/podcharge.h"
 #include "strmap.h"
 
+/*
+** Device trials a pod's DRA searches may use on all nodes together: ten
+** nodes' worth of the per-node bound (dra.h). Past it the nodes left are
+** refused as not searched, and a pod placed nowhere is UnsupportedConstraint.
+*/
+#define POD_DRA_TRIALS 2000000u
+
 
 /* One reason nodes were refused, and on how many. */
 typedef struct tally_count {
@@ -131,6 +138,7 @@ struct tly_podsched {
     ** per pod. Made for the first pod with claims.
     */
     struct dra_seen *dra_seen;
+    const char *dra_bound;   /* this pod's DRA search stopped at the bound on some node (why) */
     tly_arena *dra_scratch;
     uint32_t *pg_running;          /* pods Running per PodGroup (store order) */
     uint32_t **sg_running;         /* per PodGroup with subgroups: pods Running per subgroup */
@@ -1379,6 +1387,12 @@ static int try_node(tly_podsched *ps, const pstate *p, uint32_t k, bool gating, 
         }
         int r = tly_dra_try(ps->dra, p->res.pod, ps->nodes[k].n->meta.name, p->res.queue,
                             &ps->dra_try, why);
+        if (r == TLY_DRA_BOUND) {
+            /* Not evaluated here: this node is refused, the others are still tried. */
+            if (!ps->dra_bound)
+                ps->dra_bound = tly_arena_strdup(ps->a, *why);
+            r = 0;
+        }
         if (r == 0) {
             if (memo == DRA_KEEP)  /* *why lasts until the next try: copied */
                 ps->dra_seen[k] = (struct dra_seen){ps->epoch, tly_arena_strdup(ps->dra_scratch, *why)};
@@ -1498,6 +1512,9 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     const char *why, *problem = NULL, *best_problem = NULL;
     int32_t best = -1;
     ps->epoch++;  /* the class cache holds for this pod's scans, while nothing changes */
+    ps->dra_bound = NULL;
+    if (ps->dra)
+        tly_dra_set_budget(ps->dra, POD_DRA_TRIALS);
     const char *known = shape_answer(ps, p);
     if (known) {
         *nodes_msg = (char *)known;
@@ -1593,6 +1610,11 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
                 ps->acc_try = t;
             }
         }
+        if (best < 0 && ps->dra_bound) {
+            /* Some node was not searched to the end: not evaluated, not unschedulable. */
+            *unsupported = ps->dra_bound;
+            return false;
+        }
         if (best < 0) {
             bool keep = p->shape != UINT32_MAX && !*any_policy && !ps->mask;
             if (keep)
@@ -1627,6 +1649,7 @@ static bool place_pod(tly_podsched *ps, uint32_t pi, bool gating, placement *pl,
     if (p->res.pod->nclaims > 0) {
         /* Choose the devices on the chosen node again (the scan moved on) and take them. */
         const char *dwhy;
+        tly_dra_set_budget(ps->dra, UINT64_MAX);  /* it fit within the budget once already */
         tly_dra_choice_free(p->dra);
         tly_dra_choice_init(p->dra);
         tly_dra_try(ps->dra, p->res.pod, n->n->meta.name, p->res.queue, p->dra, &dwhy);

@@ -1211,11 +1211,16 @@ static void test_per_device_node_selection(void **state)
                "  - name: c-rack2\n    nodeSelector:\n      nodeSelectorTerms:\n"
                "      - matchExpressions: [{key: rack, operator: In, values: [r2]}]\n")
          CLAIM("two", "gpu.nvidia.com", "        count: 2\n")
-         POD("p-two", "team-a", "resourceClaimName", "two"));
+         CLAIM("three", "gpu.nvidia.com", "        count: 3\n")
+         POD("p-two", "team-a", "resourceClaimName", "two")
+         POD("p-three", "team-a", "resourceClaimName", "three"));
     try_on("p-two", "node-1", 1);
     assert_string_equal(devnames(&C), "a-local,b-everywhere");
     try_on("p-two", "node-2", 1);
     assert_string_equal(devnames(&C), "b-everywhere,c-rack2");
+    /* Two devices reach each node: a device's own nodeSelector keeps c-rack2 off node-1. */
+    try_on("p-three", "node-1", 0);
+    try_on("p-three", "node-2", 0);
 }
 
 /* Item 5: adminAccess requests get devices allocated to others and leave them held. */

@@ -109,13 +109,27 @@ void tly_dra_choice_copy(tly_dra_choice *dst, const tly_dra_choice *src);
 ** and tries devices in (slice name, device name) order.
 ** queue (may be NULL) is the pod's queue: a shared claim already charged to
 ** it gets charge = false.
-** Returns 1 (fits), 0 (does not fit here; *why says why) or -1 (unsupported:
-** a selector outside tally's CEL subset, a constraint other than
-** matchAttribute, or the search bound reached; *why quotes it).
+** Returns 1 (fits), 0 (does not fit here; *why says why), -1 (unsupported:
+** a selector outside tally's CEL subset or a constraint other than
+** matchAttribute; *why quotes it) or TLY_DRA_BOUND: the search on this node
+** stopped at tally's bound of device trials (*why says so). As Kubernetes'
+** filter timeout refuses the node it ran out on, the engine refuses this
+** node and tries the others; a pod placed nowhere after that was not
+** evaluated (UnsupportedConstraint), not proven unschedulable.
 ** *why points into out->why or into d, valid until the next call with out.
 */
+#define TLY_DRA_BOUND (-2)
 int tly_dra_try(tly_dra *d, const tly_pod *p, const char *node, const char *queue,
                 tly_dra_choice *out, const char **why);
+
+/*
+** Device trials every tly_dra_try() from now on may use together (the
+** pod's budget; UINT64_MAX, the default, for none). A search that finds
+** the budget short stops early with TLY_DRA_BOUND and says the pod's bound
+** was used up: with the per-node bound alone, a pod whose claims fit
+** nowhere could cost nodes x 200,000 trials.
+*/
+void tly_dra_set_budget(tly_dra *d, uint64_t trials);
 
 /*
 ** For benchmarks: the most device trials one search of tly_dra_try() made
