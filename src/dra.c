@@ -1020,6 +1020,7 @@ typedef struct {
     const char *stop;              /* why the search stopped early (fatal for this node) */
     int stop_rc;                   /* 0 the node fails, -1 unsupported */
     bool limit_hit, counters_hit, constraint_hit;
+    uint32_t counter, counter_dev;  /* the first counter that refused a device, and that device */
 } dra_search;
 
 static bool taints_tolerated(const tly_device *dev, const tly_device_request *rq)
@@ -1035,18 +1036,26 @@ static bool taints_tolerated(const tly_device *dev, const tly_device_request *rq
     return true;
 }
 
-/* Whether device gi is one that unit u may ever take on this node (state aside). */
-static bool selectable(const tly_dra *d, const dra_class *cl, const dra_sels *sels,
-                       const tly_device_request *rq, uint32_t gi)
+/* What keeps a device from a unit for good: nothing, the selectors, a taint, its pool. */
+enum { SEL_OK, SEL_NO, SEL_TAINTED, SEL_POOL };
+
+/*
+** Whether device gi is one that unit u may ever take on this node (state
+** aside). A device of a bad pool or with a taint the request does not
+** tolerate is SEL_POOL or SEL_TAINTED only when the selectors match it, so
+** the message can say why matching devices were not offered.
+*/
+static int selectable(const tly_dra *d, const dra_class *cl, const dra_sels *sels,
+                      const tly_device_request *rq, uint32_t gi)
 {
     const dra_devent *de = &d->devs[gi];
     const char *why;
-    if (de->bad || !pool_ok(d, de->pool, &why))
-        return false;
-    if (!taints_tolerated(de->dev, rq))
-        return false;
-    return sels_match(&cl->sels, gi, de->slice->driver, de->dev) &&
-           sels_match(sels, gi, de->slice->driver, de->dev);
+    int bar = de->bad || !pool_ok(d, de->pool, &why) ? SEL_POOL
+              : !taints_tolerated(de->dev, rq)      ? SEL_TAINTED
+                                                     : SEL_OK;
+    bool match = sels_match(&cl->sels, gi, de->slice->driver, de->dev) &&
+                 sels_match(sels, gi, de->slice->driver, de->dev);
+    return match ? bar : SEL_NO;
 }
 
 /*
@@ -1078,13 +1087,26 @@ static int make_unit(dra_search *sc, const tly_dra_claim_choice *e, dra_unit *u,
     u->all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
     u->admin = rq->admin_access;
     u->cand = tly_xmalloc((sc->nlist ? sc->nlist : 1) * sizeof *u->cand);
+    uint32_t tainted = 0, badpool = 0;
     for (uint32_t k = 0; cl && k < sc->nlist; k++) {
         uint32_t gi = sc->list[k];
-        if (!selectable(d, cl, sels, rq, gi))
+        int sel = selectable(d, cl, sels, rq, gi);
+        tainted += sel == SEL_TAINTED;
+        badpool += sel == SEL_POOL;
+        if (sel != SEL_OK)
             continue;
         u->cand[u->ncand++] = gi;
         u->nfree += d->devs[gi].used == 0 || u->admin;
     }
+    /* Matching devices that were not offered, for the messages below. */
+    char extra[160] = "";
+    size_t w = 0;
+    if (tainted)
+        w += (size_t)snprintf(extra, sizeof extra, "; matching but not offered: %u with a taint "
+                              "the request does not tolerate", tainted);
+    if (badpool)
+        snprintf(extra + w, sizeof extra - w, "%s %u in incomplete or invalid resource pools",
+                 w ? "," : "; matching but not offered:", badpool);
     const char *cls = rq->device_class ? rq->device_class : "?", *node = sc->node ? sc->node : "?";
     if (u->all) {
         u->need = u->ncand;
@@ -1092,8 +1114,8 @@ static int make_unit(dra_search *sc, const tly_dra_claim_choice *e, dra_unit *u,
             return 0;
         if (u->ncand == 0)
             return whyf(sc->c, why, 0, "insufficient devices of class %s (ResourceClaim %s/%s "
-                        "request %s wants all, none on node %s)", cls, e->ns, e->name, name,
-                        node);
+                        "request %s wants all, none on node %s%s)", cls, e->ns, e->name, name,
+                        node, extra);
         for (uint32_t k = 0; k < u->ncand && !u->admin; k++) {
             const dra_devent *de = &d->devs[u->cand[k]];
             if (de->used)
@@ -1106,8 +1128,8 @@ static int make_unit(dra_search *sc, const tly_dra_claim_choice *e, dra_unit *u,
     u->need = rq->count > 0 && rq->count <= UINT32_MAX ? (uint32_t)rq->count : UINT32_MAX;
     if (u->nfree < u->need)
         return whyf(sc->c, why, 0, "insufficient devices of class %s (ResourceClaim %s/%s "
-                    "request %s needs %lld, %u free on node %s)", cls, e->ns, e->name, name,
-                    (long long)rq->count, u->nfree, node);
+                    "request %s needs %lld, %u free on node %s%s)", cls, e->ns, e->name, name,
+                    (long long)rq->count, u->nfree, node, extra);
     return 1;
 }
 
@@ -1179,15 +1201,18 @@ static tly_qty *pending(tly_dra *d, uint32_t counter)
 }
 
 /* Whether the counters device gi consumes are still available with what this try picked. */
-static bool counters_fit(tly_dra *d, uint32_t gi)
+/* Whether device gi's counters are all available; *blocked gets the first that is not. */
+static bool counters_fit(tly_dra *d, uint32_t gi, uint32_t *blocked)
 {
     const dra_devent *de = &d->devs[gi];
     for (uint32_t k = 0; k < de->nuse; k++) {
         const dra_use *u = &d->uses[de->ufirst + k];
         tly_qty sum;
         if (tly_qty_add(*pending(d, u->counter), u->amount, &sum) != TLY_OK ||
-            tly_qty_cmp(sum, d->counters[u->counter].avail) > 0)
+            tly_qty_cmp(sum, d->counters[u->counter].avail) > 0) {
+            *blocked = u->counter;
             return false;
+        }
     }
     return true;
 }
@@ -1235,7 +1260,13 @@ static bool usable(dra_search *sc, const dra_sclaim *c, const dra_unit *u, uint3
     } else if (d->devs[gi].used || picks(d, gi)) {
         return false;
     }
-    if (!counters_fit(d, gi)) {
+    uint32_t blocked;
+    if (!counters_fit(d, gi, &blocked)) {
+        if (!sc->counters_hit) {
+            /* The first counter met, with the device whose pool shares it (the message). */
+            sc->counter = blocked;
+            sc->counter_dev = gi;
+        }
         sc->counters_hit = true;
         return false;
     }
@@ -1431,8 +1462,16 @@ static int search_failure(dra_search *sc, const char **why)
     if (sc->constraint_hit && c->ds->spec->nconstraints)
         snprintf(what, sizeof what, " (constraint matchAttribute %s of ResourceClaim %s/%s)",
                  c->ds->spec->constraints[0].match_attribute, c->e->ns, c->e->name);
-    else if (sc->counters_hit)
-        snprintf(what, sizeof what, " (shared counters of partitionable devices exhausted)");
+    else if (sc->counters_hit) {
+        const dra_counter *k = &sc->d->counters[sc->counter];
+        const dra_devent *de = &sc->d->devs[sc->counter_dev];
+        char av[TLY_QTY_BUFSZ];
+        tly_qty_format(k->avail, av, sizeof av);
+        snprintf(what, sizeof what, " (shared counters of partitionable devices exhausted: counter "
+                 "%s of counter set %s in pool %s/%s, %s not held by allocated devices, cannot "
+                 "also cover device %s)",
+                 k->name, k->set, de->slice->driver, de->slice->pool, av, de->dev->name);
+    }
     else if (sc->limit_hit)
         snprintf(what, sizeof what, " (at most %d devices per claim)", CLAIM_MAX_DEVICES);
     bool invalid = false;

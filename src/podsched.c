@@ -2525,13 +2525,25 @@ void tly_podsched_explain(tly_podsched *ps, uint32_t i, FILE *out)
                     counts[k].text + 13);
             resources = true;
         }
+    bool devices = false;
+    for (uint32_t k = 0; k < nc && !devices; k++)
+        devices = strstr(counts[k].text, "ResourceClaim") || strstr(counts[k].text, "devices");
+    if (devices) {
+        fprintf(out, "  - the pod's ResourceClaims do not allocate on the nodes above: free or publish "
+                     "(ResourceSlices) devices that match them, or change the claims' counts, "
+                     "constraints or selectors as the reasons say\n");
+        resources = true;
+    }
     /* Label, taint and state refusals matter only when nothing else is in the way. */
-    for (uint32_t k = 0; k < nc && !have_first && !resources; k++)
+    bool labels = false;
+    for (uint32_t k = 0; k < nc && !have_first && !resources && !labels; k++)
         if (!strncmp(counts[k].text, "node(s)", 7)) {
             fprintf(out, "  - nodes refuse the pod by their labels, taints or state (%s): change the pod's "
                         "nodeSelector/affinity/tolerations or the nodes\n", counts[k].text);
-            break;
+            labels = true;
         }
+    if (!have_first && !resources && !labels)
+        fprintf(out, "  - nothing tally can name beyond the reasons above\n");
 }
 
 void tly_podsched_explain_queue(tly_podsched *ps, uint32_t q, FILE *out)

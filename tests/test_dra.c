@@ -1161,7 +1161,10 @@ static void test_device_taints(void **state)
          POD("p-tol", "team-a", "resourceClaimName", "two-tol"));
     try_on("p-one", "node-1", 1);
     assert_string_equal(devnames(&C), "gpu-1");
-    try_on("p-two", "node-1", 0);
+    /* The message counts the matching devices a taint kept out (not "0 free" alone). */
+    const char *why = try_on("p-two", "node-1", 0);
+    assert_non_null(strstr(why, "needs 2, 1 free on node node-1; matching but not offered: 2 with a "
+                                "taint the request does not tolerate)"));
     try_on("p-tol", "node-1", 1);
     assert_string_equal(devnames(&C), "gpu-0,gpu-1");
 }
@@ -1187,7 +1190,10 @@ static void test_partitionable_counters(void **state)
     try_on("p-two", "node-1", 1);
     assert_string_equal(devnames(&C), "gpu-0-a,gpu-0-b");
     const char *why = try_on("p-three", "node-1", 0);
-    assert_non_null(strstr(why, "shared counters"));
+    /* The counter that ran out is named, with what is left of it. */
+    assert_non_null(strstr(why, "shared counters of partitionable devices exhausted: counter memory "
+                                "of counter set gpu-0-set in pool gpu.nvidia.com/node-1, 80Gi not "
+                                "held by allocated devices, cannot also cover device "));
     /* once the whole GPU is taken, no half is left */
     try_on("p-one", "node-1", 1);
     assert_string_equal(devnames(&C), "gpu-0");
