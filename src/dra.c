@@ -202,9 +202,10 @@ typedef struct {
 
 /*
 ** A resource pool (driver, pool name): the slices of its newest generation.
-** Devices of a pool that is incomplete (fewer slices than resourceSliceCount)
-** or invalid (slices disagree on the count, a device listed twice) are not
-** offered; allocation results may still name them.
+** Devices of an invalid pool (slices disagree on the count, a device listed
+** twice) are not offered, nor those of an incomplete pool (fewer slices than
+** resourceSliceCount) to an All request (pool_ok); allocation results may
+** still name them.
 */
 typedef struct {
     const char *driver, *name;
@@ -468,15 +469,21 @@ static void gather_pools(tly_dra *d)
     }
 }
 
-/* Whether pool `pool` may be allocated from; else *why says why (invalid, incomplete). */
-static bool pool_ok(const tly_dra *d, uint32_t pool, const char **why)
+/*
+** Whether pool `pool` may be allocated from; else *why says why. An invalid
+** pool never is. An incomplete one (a driver is updating it) is for an
+** ExactCount request, as in Kubernetes' allocator ("does not matter as long
+** the incomplete pool has some matching device"), but not for an All
+** request (all = true), whose "all" is unknown until the pool is complete.
+*/
+static bool pool_ok(const tly_dra *d, uint32_t pool, bool all, const char **why)
 {
     const dra_pool *pl = &d->pools[pool];
     if (pl->disagree || pl->dup) {
         *why = "invalid";
         return false;
     }
-    if ((int64_t)pl->nslices != pl->count) {
+    if (all && (int64_t)pl->nslices != pl->count) {
         *why = "incomplete (being updated)";
         return false;
     }
@@ -1050,7 +1057,8 @@ static int selectable(const tly_dra *d, const dra_class *cl, const dra_sels *sel
 {
     const dra_devent *de = &d->devs[gi];
     const char *why;
-    int bar = de->bad || !pool_ok(d, de->pool, &why) ? SEL_POOL
+    bool all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
+    int bar = de->bad || !pool_ok(d, de->pool, all, &why) ? SEL_POOL
               : !taints_tolerated(de->dev, rq)      ? SEL_TAINTED
                                                      : SEL_OK;
     bool match = sels_match(&cl->sels, gi, de->slice->driver, de->dev) &&
@@ -1068,7 +1076,7 @@ static bool all_pools_problem(dra_search *sc, const tly_dra_claim_choice *e, con
     for (uint32_t k = 0; k < sc->nlist; k++) {
         const dra_devent *de = &sc->d->devs[sc->list[k]];
         const char *w;
-        if (!pool_ok(sc->d, de->pool, &w))
+        if (!pool_ok(sc->d, de->pool, true, &w))
             return whyf(sc->c, why, 1, "ResourceClaim %s/%s request %s asks for all devices, "
                         "but resource pool %s/%s is %s", e->ns, e->name, name,
                         de->slice->driver, de->slice->pool, w);
@@ -1105,8 +1113,9 @@ static int make_unit(dra_search *sc, const tly_dra_claim_choice *e, dra_unit *u,
         w += (size_t)snprintf(extra, sizeof extra, "; matching but not offered: %u with a taint "
                               "the request does not tolerate", tainted);
     if (badpool)
-        snprintf(extra + w, sizeof extra - w, "%s %u in incomplete or invalid resource pools",
-                 w ? "," : "; matching but not offered:", badpool);
+        snprintf(extra + w, sizeof extra - w, "%s %u in %s resource pools",
+                 w ? "," : "; matching but not offered:", badpool,
+                 u->all ? "incomplete or invalid" : "invalid");
     const char *cls = rq->device_class ? rq->device_class : "?", *node = sc->node ? sc->node : "?";
     if (u->all) {
         u->need = u->ncand;
@@ -1477,11 +1486,11 @@ static int search_failure(dra_search *sc, const char **why)
     bool invalid = false;
     for (uint32_t k = 0; k < sc->nlist && !invalid; k++) {
         const char *w;
-        invalid = !pool_ok(sc->d, sc->d->devs[sc->list[k]].pool, &w);
+        invalid = !pool_ok(sc->d, sc->d->devs[sc->list[k]].pool, false, &w);
     }
     return whyf(sc->c, why, 0, "no combination of the devices on node %s satisfies every request "
                 "of the pod's claims%s%s", sc->node ? sc->node : "?", what,
-                invalid ? "; incomplete or invalid resource pools were not used" : "");
+                invalid ? "; invalid resource pools were not used" : "");
 }
 
 /* The compiled spec whose requests claim entry e's devices satisfy. */
