@@ -56,7 +56,9 @@
 
 /*
 ** One pod as the API server sends it for a Job's worker on a GPU node, about
-** 4 KB of compact JSON (issue 13's size): metadata with labels, annotations,
+** 4 KB of compact JSON (issue 13's size): metadata with labels, annotations
+** (KAI's pod-grouper's pod-group-name among them: every pod of a KAI cluster
+** has one, one PodGroup per Job),
 ** an owner reference and the managedFields of its two writers (the Job
 ** controller and the kubelet, as server-side field sets with escaped keys),
 ** a spec with two containers (command, args, env, ports, volume mounts,
@@ -88,6 +90,7 @@ static size_t pod_json(char *buf, size_t n, long i, int phase, const char *node,
         "\"batch.kubernetes.io/job-name\":\"train-%06ld\",\"batch.kubernetes.io/controller-uid\":"
         "\"a860ea7d-5227-4ce1-80f5-%012lx\",\"batch.kubernetes.io/job-completion-index\":\"%ld\","
         "\"team\":\"team-%02ld\"},\"annotations\":{\"gpu-compute\":\"50\","
+        "\"pod-group-name\":\"pg-train-%06ld\","
         "\"batch.kubernetes.io/job-completion-index\":\"%ld\","
         "\"kubectl.kubernetes.io/default-container\":\"main\"},\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
         "\"kind\":\"Job\",\"name\":\"train-%06ld\",\"uid\":\"a860ea7d-5227-4ce1-80f5-%012lx\","
@@ -142,7 +145,7 @@ static size_t pod_json(char *buf, size_t n, long i, int phase, const char *node,
         "\"image\":\"registry.example/log:2\",\"imageID\":\"registry.example/log@sha256:"
         "9a8b7c6d5e4f30211a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081\",\"containerID\":"
         "\"containerd://%08lx\",\"started\":true}],\"qosClass\":\"Burstable\"}}",
-        i, rank, i, q, i & 0xffff, i, 1000 + i, q, job, job, rank, q, rank, job, job, job, i, rank,
+        i, rank, i, q, i & 0xffff, i, 1000 + i, q, job, job, rank, q, job, rank, job, job, job, i, rank,
         1 + i % 4, nodefield, phases[phase], (i / 250) % 250, i % 250, (i / 250) % 250, i % 250, i,
         res, i + 1);
 }

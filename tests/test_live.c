@@ -178,8 +178,14 @@ static void pod_json(char *buf, size_t n, int i)
     uint32_t nd = rnd(6);
     if (nd < 5)
         snprintf(node, sizeof node, ",\"nodeName\":\"n%u\"", nd);  /* n3 and n4 may not exist */
+    size_t ll = 0;
     if (rnd(3))
-        snprintf(labels, sizeof labels, "\"kai.scheduler/queue\":\"%s\"", rnd(2) ? "qa" : rnd(2) ? "qb" : "r");
+        ll += (size_t)snprintf(labels, sizeof labels, "\"kai.scheduler/queue\":\"%s\",",
+                               rnd(2) ? "qa" : rnd(2) ? "qb" : "r");
+    if (rnd(3) == 0)
+        ll += (size_t)snprintf(labels + ll, sizeof labels - ll, "\"runtime\":\"rt%u\",", rnd(2));
+    if (ll)
+        labels[ll - 1] = '\0';
     unsigned cpu = 1 + rnd(8);
     if (rnd(4) == 0)
         snprintf(status, sizeof status,
@@ -354,10 +360,66 @@ static void compare_full(tly_store *fork, const tly_queues *eq)
     tly_queues_destroy(lq);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(tly_pod *const *)a)->meta.name, (*(tly_pod *const *)b)->meta.name);
+}
+
+/* got[0..n) are the fork's current versions of want[0..m)'s pods, in the same order. */
+static void same_pods(tly_store *fork, tly_pod *const *got, uint32_t n, tly_pod *const *want,
+                      uint32_t m, const char *what)
+{
+    if (n != m)
+        fail_msg("%s: %u pods in the fork, %u in the file store", what, n, m);
+    for (uint32_t i = 0; i < n; i++) {
+        if (strcmp(got[i]->meta.name, want[i]->meta.name))
+            fail_msg("%s: pod %u is %s, want %s", what, i, got[i]->meta.name, want[i]->meta.name);
+        if (got[i] != tly_store_find(fork, TLY_K_POD, "t", got[i]->meta.name))
+            fail_msg("%s: pod %s is not its current version", what, got[i]->meta.name);
+    }
+}
+
+/*
+** The member indexes (Runtime Pods by runtime label, pods by PodGroup) hold
+** keys only: what a fork finds through them is what the file store holds,
+** each pod in its newest version.
+*/
+static void compare_members(tly_store *fork, tly_store *file)
+{
+    char rt[8];
+    for (int i = 0; i < 2; i++) {
+        snprintf(rt, sizeof rt, "rt%d", i);
+        uint32_t n = 0, m = 0;
+        tly_pod *const *got = tly_store_runtime_pods(fork, "t", rt, &n);
+        tly_pod *const *want = tly_store_runtime_pods(file, "t", rt, &m);
+        same_pods(fork, got, n, want, m, rt);
+    }
+    uint32_t np = tly_store_count(file, TLY_K_POD);
+    tly_pod **want = calloc(np + 1, sizeof *want);
+    for (int g = 0; g < 3; g++) {
+        char pg[8];
+        snprintf(pg, sizeof pg, "pg%d", g);
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < np; i++) {
+            tly_pod *p = tly_store_at(file, TLY_K_POD, i);
+            const char *a = tly_kvs_get(&p->meta.annotations, "pod-group-name");
+            if (a && !strcmp(a, pg))
+                want[m++] = p;
+        }
+        qsort(want, m, sizeof *want, by_name);
+        tly_pod **got = NULL;
+        uint32_t n = tly_live_group_pods(fork, "t", pg, &got);
+        same_pods(fork, got, n, want, m, pg);
+        free(got);
+    }
+    free(want);
+}
+
 /* The fork and the file store agree: objects, the resize ledger, the engine's charges. */
 static void compare_with_file(tly_store *fork)
 {
     tly_store *file = reference_store();
+    compare_members(fork, file);
     for (int k = 0; k < TLY_K_COUNT; k++)
         assert_int_equal(tly_store_count(fork, k), tly_store_count(file, k));
     const tly_queues *lq = tly_store_derived(fork, TLY_DERIVED_RESIZE_LEDGER, no_build, NULL);

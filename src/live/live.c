@@ -4,7 +4,8 @@
 **
 ** What the writer keeps, and who sees it:
 **   kinds[k]   ns\x1fname -> object, per kind        forks (persistent)
-**   rtpods     ns\x1fruntime\x1fpod -> Runtime Pod   forks (persistent)
+**   rtpods     ns\x1fruntime\x1fpod (a key only)  forks (persistent)
+**   groups     ns\x1fpodgroup\x1fpod (a key only) forks (persistent)
 **   rows       queue name -> ledger row (ledger.h)   forks (persistent)
 **   a pod's charge now                               writer only, kept in
 **                                                    its object's wrapper
@@ -95,7 +96,7 @@ struct tly_live {
     tly_ptree *rtpods;
     tly_ptree *rows;
     tly_ptree *pending;      /* ns\x1fpod -> pod: not bound, not terminal (the gating controller) */
-    tly_ptree *groups;       /* ns\x1fpodgroup\x1fpod -> pod (the gating controller's gangs) */
+    tly_ptree *groups;       /* ns\x1fpodgroup\x1fpod, keys only (the gating controller's gangs) */
     tly_ptree *runs_on;      /* ns\x1fassignedPod\x1frun -> Run (claim admission) */
     tly_arena *scratch;      /* one charge computation at a time (writer) */
     tly_arena_pool *objarenas; /* each object's arena, reused once it is reclaimed */
@@ -242,16 +243,37 @@ static int collect_pod(void *ctx, const char *key, void *val)
     return 0;
 }
 
+/* A member index entry's pod: "ns\x1flabel\x1fname" is pod "ns\x1fname" of kinds[pod]. */
+typedef struct {
+    const lview *v;
+    podlist p;
+} memberlist;
+
+static int collect_member(void *ctx, const char *key, void *val)
+{
+    (void)val;
+    memberlist *m = ctx;
+    const char *first = strchr(key, '\x1f'), *last = strrchr(key, '\x1f');
+    char pkey[KEYMAX];
+    size_t nl = (size_t)(first - key), ml = strlen(last);
+    if (!first || nl + ml + 1 > sizeof pkey)
+        return 0;
+    memcpy(pkey, key, nl);
+    memcpy(pkey + nl, last, ml + 1);
+    lobj *o = tly_ptree_get(m->v->kinds[TLY_K_POD], pkey);
+    return o ? collect_pod(&m->p, pkey, o->m) : 0;
+}
+
 static uint32_t b_runtime_pods(void *ctx, const char *ns, const char *runtime, tly_pod ***out)
 {
     const lview *v = ctx;
     char lo[KEYMAX], hi[KEYMAX];
     snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns ? ns : "", runtime);
     snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns ? ns : "", runtime);
-    podlist p = {0};
-    tly_ptree_range(v->rtpods, lo, hi, collect_pod, &p);
-    *out = p.v;
-    return p.n;
+    memberlist m = {.v = v};
+    tly_ptree_range(v->rtpods, lo, hi, collect_member, &m);
+    *out = m.p.v;
+    return m.p.n;
 }
 
 static void free_queues(void *qs) { tly_queues_destroy(qs); }
@@ -525,31 +547,47 @@ static void index_pod(tly_live *l, const char *pkey, const tly_pod *p, bool on)
 }
 
 /*
-** The indexes forks read hold the pod objects themselves, so every new
-** version of a pod replaces its entries: Runtime Pods by (namespace, runtime
-** label), pods by (namespace, PodGroup annotation).
+** The member indexes forks read (Runtime Pods by namespace and runtime
+** label, pods by namespace and PodGroup annotation) hold keys only: a
+** reader finds each pod by its key in kinds[pod] (member_pod). So a new
+** version of a pod changes them only when its label or annotation changes,
+** not on every bind or status update (it was a second tree put per event).
 */
-static void index_object(tly_live *l, tly_ptree **ix, const char *label, const tly_pod *p, bool on)
+static const int member_mark = 1;
+
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static void index_member(tly_live *l, tly_ptree **ix, const char *label, const tly_pod *p, bool on)
 {
-    if (!label)
-        return;
     char key[KEYMAX * 2];
     const char *parts[3] = {p->meta.ns, label, p->meta.name};
+    /* A label too long for the key would cut the pod's name off: not indexed (not a valid name). */
+    if (strlen(p->meta.ns) + strlen(label) + strlen(p->meta.name) + 3 > sizeof key)
+        return;
     join_key(key, sizeof key, parts, 3);
     void *prev;
-    *ix = on ? tly_ptree_put(&l->ep, *ix, key, (void *)p, &prev) : tly_ptree_del(&l->ep, *ix, key, &prev);
+    *ix = on ? tly_ptree_put(&l->ep, *ix, key, (void *)&member_mark, &prev)
+             : tly_ptree_del(&l->ep, *ix, key, &prev);
+}
+
+/* Moves pod old -> neu (either NULL) in member index ix by the label each has (NULL: none). */
+static void reindex_member(tly_live *l, tly_ptree **ix, const tly_pod *old, const char *ol,
+                           const tly_pod *neu, const char *nl)
+{
+    if (old && neu && same_str(ol, nl))
+        return;
+    if (old && ol)
+        index_member(l, ix, ol, old, false);
+    if (neu && nl)
+        index_member(l, ix, nl, neu, true);
 }
 
 static void index_fork_pod(tly_live *l, const tly_pod *old, const tly_pod *neu)
 {
-    if (old) {
-        index_object(l, &l->rtpods, tly_kvs_get(&old->meta.labels, "runtime"), old, false);
-        index_object(l, &l->groups, tly_kvs_get(&old->meta.annotations, "pod-group-name"), old, false);
-    }
-    if (neu) {
-        index_object(l, &l->rtpods, tly_kvs_get(&neu->meta.labels, "runtime"), neu, true);
-        index_object(l, &l->groups, tly_kvs_get(&neu->meta.annotations, "pod-group-name"), neu, true);
-    }
+    reindex_member(l, &l->rtpods, old, old ? tly_kvs_get(&old->meta.labels, "runtime") : NULL,
+                   neu, neu ? tly_kvs_get(&neu->meta.labels, "runtime") : NULL);
+    reindex_member(l, &l->groups, old, old ? tly_kvs_get(&old->meta.annotations, "pod-group-name") : NULL,
+                   neu, neu ? tly_kvs_get(&neu->meta.annotations, "pod-group-name") : NULL);
 }
 
 static bool is_pending(const tly_pod *p)
@@ -584,7 +622,6 @@ static bool node_charge_changed(const tly_k8s_node *a, const tly_k8s_node *b)
     return false;
 }
 
-static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
 
 /* Whether the two versions of a pod sit at the same places of the writer's indexes. */
 static bool same_index_keys(const tly_pod *a, const tly_pod *b)
@@ -941,10 +978,10 @@ uint32_t tly_live_group_pods(tly_store *fork, const char *ns, const char *podgro
     char lo[KEYMAX], hi[KEYMAX];
     snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns, podgroup);
     snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns, podgroup);
-    podlist p = {0};
-    tly_ptree_range(v->groups, lo, hi, collect_pod, &p);
-    *out = p.v;
-    return p.n;
+    memberlist m = {.v = v};
+    tly_ptree_range(v->groups, lo, hi, collect_member, &m);
+    *out = m.p.v;
+    return m.p.n;
 }
 
 uint32_t tly_live_runs_on_pod(tly_store *fork, const char *ns, const char *pod, tly_run ***out)
