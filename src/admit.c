@@ -330,8 +330,10 @@ int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *led
     ** against files, and for `tally admit` on a review written by hand, it is
     ** what makes the answer the cluster's.
     */
+    size_t decoded = tly_diags_count(tly_store_diags(obj));
     tly_crdset_check_object(tly_store_crds(state), object, oldo && oldo->type == TLY_N_MAP ? oldo : NULL,
                             "request.object", tly_store_diags(obj));
+    tly_diags_drop_restated(tly_store_diags(obj), decoded);
     object_problems(&d, obj);
     if (!m) {
         deny(&d, "request.object: is not a %s tally can read", rkind);

@@ -22,7 +22,8 @@
 /* The API server's ceiling for classes not named system-* (HighestUserDefinablePriority). */
 #define USER_PRIORITY_MAX 1000000000
 
-static const char *const preemptibilities[] = {"preemptible", "non-preemptible", "", NULL};
+/* KAI's CRD enum: "" is not in it, so the API server rejects an empty preemptibility. */
+static const char *const preemptibilities[] = {"preemptible", "non-preemptible", NULL};
 
 /* A member that is present and not null (absent and null mean "unset"). */
 static const tly_node *member(const tly_node *map, const char *key)
@@ -150,6 +151,70 @@ static void subgroups(tly_dctx *dx, const tly_node *spec, tly_podgroup *out)
     tly_dx_pop(dx, mark);
 }
 
+/*
+** KAI's PodGroup webhook rules for minMember and minSubGroup (design
+** min-subgroups, "Validation Rules"). No CRD states them, so they are
+** checked here whatever CRDs the input holds. They say nothing of a
+** negative count, already refused by min_count.
+*/
+#define EXCLUSIVE "minMember and minSubGroup are mutually exclusive: if minSubGroup is specified, " \
+                  "minMember must be unset"
+
+/* The number of direct children of subgroup parent (-1: of the PodGroup itself). */
+static uint32_t children_of(const tly_podgroup *pg, int32_t parent)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < pg->nsubgroups; i++)
+        n += pg->subgroups[i].parent_idx == parent;
+    return n;
+}
+
+/* minSubGroup above the number of children: admitted with a webhook warning. */
+static void min_subgroup_reachable(tly_dctx *dx, const tly_node *map, int32_t min, uint32_t children)
+{
+    if (min >= 0 && (uint32_t)min > children)
+        tly_dx_warn(dx, member(map, "minSubGroup"), "minSubGroup",
+                    "%d exceeds the number of direct child SubGroups (%u), so it can never be "
+                    "satisfied (KAI's webhook admits it with a warning)",
+                    min, children);
+}
+
+static void subgroup_rules(tly_dctx *dx, const tly_node *it, const tly_podgroup *pg, uint32_t i)
+{
+    const tly_subgroup *g = &pg->subgroups[i];
+    uint32_t children = children_of(pg, (int32_t)i);
+    if (g->min_member >= 0 && g->min_subgroup >= 0)
+        tly_dx_error(dx, member(it, "minMember"), "minMember", EXCLUSIVE);
+    else if (children && g->min_member >= 0)
+        tly_dx_error(dx, member(it, "minMember"), "minMember",
+                     "a mid-level SubGroup (one with child SubGroups) cannot use minMember; it may "
+                     "set minSubGroup or omit it to require all direct children");
+    else if (!children && g->min_subgroup >= 0)
+        tly_dx_error(dx, member(it, "minSubGroup"), "minSubGroup",
+                     "a leaf SubGroup (no child SubGroups) must use minMember, not minSubGroup");
+    else
+        min_subgroup_reachable(dx, it, g->min_subgroup, children);
+}
+
+static void podgroup_rules(tly_dctx *dx, const tly_node *spec, const tly_podgroup *pg)
+{
+    if (pg->min_member_set && pg->min_subgroup >= 0)
+        tly_dx_error(dx, member(spec, "minMember"), "minMember", EXCLUSIVE);
+    else if (pg->min_subgroup >= 0 && pg->nsubgroups == 0)
+        tly_dx_error(dx, member(spec, "minSubGroup"), "minSubGroup",
+                     "requires child SubGroups: the PodGroup defines no subGroups");
+    else
+        min_subgroup_reachable(dx, spec, pg->min_subgroup, children_of(pg, -1));
+    const tly_node *seq = tly_node_get(spec, "subGroups");
+    size_t mark = tly_dx_push(dx, "subGroups");
+    for (uint32_t i = 0; i < pg->nsubgroups; i++) {
+        size_t m = tly_dx_push_idx(dx, i);
+        subgroup_rules(dx, tly_node_at(seq, i), pg, i);
+        tly_dx_pop(dx, m);
+    }
+    tly_dx_pop(dx, mark);
+}
+
 void tly_decode_podgroup(tly_dctx *dx, const tly_node *obj, tly_podgroup *out)
 {
     /* KAI's pod grouper treats an absent minMember as a gang of one. */
@@ -174,6 +239,7 @@ void tly_decode_podgroup(tly_dctx *dx, const tly_node *obj, tly_podgroup *out)
     out->min_subgroup = min_count(dx, spec, "minSubGroup");
     topology(dx, spec, &out->required_topology, &out->preferred_topology);
     subgroups(dx, spec, out);
+    podgroup_rules(dx, spec, out);
 
     tly_dx_str(dx, spec, "priorityClassName", &out->priority_class_name);
     if (out->priority_class_name && !*out->priority_class_name)
@@ -185,8 +251,6 @@ void tly_decode_podgroup(tly_dctx *dx, const tly_node *obj, tly_podgroup *out)
             out->preemptibility = TLY_PREEMPT_PREEMPTIBLE;
         else if (strcmp(p, "non-preemptible") == 0)
             out->preemptibility = TLY_PREEMPT_NON_PREEMPTIBLE;
-        else
-            out->preemptibility = TLY_PREEMPT_UNSET;  /* "": decided by priority */
     }
     tly_dx_pop(dx, mark);
 }

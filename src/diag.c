@@ -24,14 +24,18 @@ tly_diags *tly_diags_create(void)
     return tly_xcalloc(1, sizeof(tly_diags));
 }
 
+static void diag_free(tly_diag *g)
+{
+    free(g->file);
+    free(g->object);
+    free(g->field);
+    free(g->msg);
+}
+
 void tly_diags_clear(tly_diags *d)
 {
-    for (size_t i = 0; i < d->n; i++) {
-        free(d->v[i].file);
-        free(d->v[i].object);
-        free(d->v[i].field);
-        free(d->v[i].msg);
-    }
+    for (size_t i = 0; i < d->n; i++)
+        diag_free(&d->v[i]);
     d->n = 0;
 }
 
@@ -111,6 +115,40 @@ size_t tly_diags_count_sev(const tly_diags *d, tly_severity sev)
 const tly_diag *tly_diags_get(const tly_diags *d, size_t i)
 {
     return i < d->n ? &d->v[i] : NULL;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether an error at or after from has g's file, object and field. */
+static bool restated(const tly_diags *d, size_t from, const tly_diag *g)
+{
+    for (size_t i = from; i < d->n; i++) {
+        const tly_diag *s = &d->v[i];
+        if (s->sev == TLY_SEV_ERROR && same_str(s->file, g->file) && same_str(s->object, g->object) &&
+            same_str(s->field, g->field))
+            return true;
+    }
+    return false;
+}
+
+void tly_diags_drop_restated(tly_diags *d, size_t from)
+{
+    if (from > d->n)
+        from = d->n;
+    size_t keep = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        tly_diag *g = &d->v[i];
+        /* Only a field-level error can be a restatement: an object-level one says something else. */
+        if (i < from && g->sev == TLY_SEV_ERROR && g->field && restated(d, from, g)) {
+            diag_free(g);
+            continue;
+        }
+        d->v[keep++] = *g;
+    }
+    d->n = keep;
 }
 
 static int diag_cmp(const void *pa, const void *pb)

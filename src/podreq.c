@@ -38,13 +38,16 @@
 ** fraction or gpu-memory classification (it is a policy refusal, not a
 ** malformed request); any other invalid pod has gpu_kind NONE.
 **
-** No floating point: a gpu-fraction is read as an exact decimal (KAI's
-** float64 range check is decided on its digits, see "gpu-fraction" below)
-** and rounded to hundredths in integers, and ceil(100 x mem / node_mem) is
-** computed in 128-bit integers.
+** A gpu-fraction is read as an exact decimal (KAI's float64 range check is
+** decided on its digits, see "gpu-fraction" below); only its charge goes
+** through a double, because KAI's is computed in float64 and tally must
+** charge the same hundredths. ceil(100 x mem / node_mem) is computed in
+** 128-bit integers.
 */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -302,12 +305,13 @@ static bool parse_uint64(const char *s, uint64_t *out)
 ** false), and then resource.ParseQuantity(s) must accept s. A failure of the
 ** first check gives MSG_FRACTION, of the second MSG_NOT_A_FLOAT with the text.
 **
-** tally never turns the text into a double. The first check only needs to
+** The range check never turns the text into a double: it only needs to
 ** know where Go's float64 lands, and rounding to the nearest float64 can only
 ** move a value across those bounds in two places: a value just below 1 (from
 ** 1 - 2^-54 on, it becomes 1.0) and one at the foot of the denormals (up to
-** 2^-1075, it becomes 0). Both are decided exactly on the digits. The charge
-** is then computed from the decimal digits, exactly (gpu_frac_*, hundredths).
+** 2^-1075, it becomes 0). Both are decided exactly on the digits. The exact
+** value is kept (gpu_frac_*); the hundredths charged are KAI's float64
+** arithmetic (fraction_charge).
 */
 
 /* The pieces of a number in Go's float syntax (strconv.ParseFloat). */
@@ -586,9 +590,23 @@ static bool go_fraction_in_range(const char *s)
 }
 
 /*
+** KAI's GPUs() charge for f: math.Round(f * 100) in float64, half away from
+** zero. It is not the exact decimal rounded: 0.285 is the double
+** 0.28499999999999998, times 100 is 28.499999999999996, so 28, not 29
+** (0.145 -> 14, 0.575 -> 57). Only a plain decimal reaches here (the
+** quantity check refuses hex floats and '_'), and for one glibc's strtod,
+** like Go's ParseFloat, gives the nearest double (tally never sets a locale,
+** so the point is '.'); the product and round() are the same IEEE double
+** operations as Go's.
+*/
+static uint32_t kai_hundredths(const char *s)
+{
+    return (uint32_t)round(strtod(s, NULL) * 100.0);  /* 0 < f < 1: 0..100 */
+}
+
+/*
 ** The charge of a fraction both checks accept (a plain decimal, 0 < f < 1):
-** f exactly as num / 10^scale, and f x 100 rounded half away from zero, as
-** KAI's GPUs() rounds (math.Round), but on the exact value.
+** f exactly as num / 10^scale, and the hundredths KAI charges for it.
 */
 static void fraction_charge(const char *s, tly_podreq *out)
 {
@@ -607,16 +625,7 @@ static void fraction_charge(const char *s, tly_podreq *out)
         num /= 10;
     out->gpu_frac_num = num;
     out->gpu_frac_scale = (uint32_t)scale;
-
-    /* Hundredths: the digits left of the point of f x 100, plus the next one's rounding. */
-    int64_t k = point + 2;  /* how many of D's digits are whole hundredths: <= 2 */
-    digit_walk h = digits_of(&f);
-    uint32_t whole = 0;
-    for (int64_t i = 0; i < k; i++)
-        whole = whole * 10 + (uint32_t)next_digit(&h);
-    if (k >= 0 && next_digit(&h) >= 5)
-        whole++;
-    out->gpu_portion = whole;  /* 0..100 */
+    out->gpu_portion = kai_hundredths(s);
 }
 
 /* Both of KAI's checks; NULL when s is a valid fraction, else KAI's message. */

@@ -182,7 +182,9 @@ static const char CSS[] =
     "tbody.tree:has(input.fold:checked)>tr:not([data-depth=\"0\"]){display:none}\n"
     "table.queues col.qn{width:190px}\n"
     "table.queues col.gp{width:150px}\n"
-    "td.qname{font-weight:600;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}\n"
+    /* A queue name wraps in its fixed-width column, anywhere if it has no hyphen: a cut name
+       ("department-numb...") cannot be told from its siblings (docs/report.md). */
+    "td.qname{font-weight:600;white-space:normal;overflow-wrap:anywhere}\n"
     "td.qname .tw{color:var(--muted);font-weight:400}\n"
     ".dn{display:block;font-weight:400;font-size:12px;color:var(--muted)}\n"
     ".badge{display:inline-block;font-size:11px;font-weight:600;padding:0 6px;border-radius:8px;"

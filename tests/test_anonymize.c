@@ -44,6 +44,7 @@
 
 static char *read_all(const char *path, size_t *len)
 {
+    *len = 0;  /* set on failure too: Release's -O2 cannot see assert_non_null end the caller */
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;

@@ -63,12 +63,32 @@ static void test_sort_by_path_line_column_then_insertion(void **state)
     tly_diags_destroy(d);
 }
 
+/* A decoder's error is dropped only where the CRD check (from index 2 on) says the same field. */
+static void test_drop_restated_keeps_what_no_schema_says(void **state)
+{
+    (void)state;
+    tly_diags *d = tly_diags_create();
+    tly_diags_add(d, TLY_SEV_ERROR, "r.yaml", 6, 9, "Run", "ns/r", "spec.mode", "hand");
+    tly_diags_add(d, TLY_SEV_ERROR, "r.yaml", 5, 12, "Run", "ns/r", "spec.runtime", "hand kept");
+    tly_diags_add(d, TLY_SEV_ERROR, "r.yaml", 6, 3, "Run", "ns/r", "spec.mode", "crd");
+    tly_diags_add(d, TLY_SEV_ERROR, "r.yaml", 9, 3, "Run", "ns/other", "spec.runtime", "crd other");
+    tly_diags_drop_restated(d, 2);
+    tly_diags_sort(d);
+    char *out = print_all(d);
+    assert_string_equal(out, "r.yaml:5:12: error: Run ns/r: spec.runtime: hand kept\n"
+                             "r.yaml:6:3: error: Run ns/r: spec.mode: crd\n"
+                             "r.yaml:9:3: error: Run ns/other: spec.runtime: crd other\n");
+    free(out);
+    tly_diags_destroy(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_line_has_contract_form),
         cmocka_unit_test(test_missing_parts_print_as_dash),
         cmocka_unit_test(test_sort_by_path_line_column_then_insertion),
+        cmocka_unit_test(test_drop_restated_keeps_what_no_schema_says),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

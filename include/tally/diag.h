@@ -60,6 +60,16 @@ size_t tly_diags_count(const tly_diags *d);
 size_t tly_diags_count_sev(const tly_diags *d, tly_severity sev);
 const tly_diag *tly_diags_get(const tly_diags *d, size_t i);
 
+/*
+** Drops the errors that restate a schema's: every error recorded before
+** index `from` whose file, object and field are those of an error recorded
+** from `from` on (the CRD check's, which runs after the decoders). A
+** decoder's hand-written rule is kept only where no CRD says it, so each
+** problem is reported once, in the API server's words (docs/validate.md).
+** Call before sorting.
+*/
+void tly_diags_drop_restated(tly_diags *d, size_t from);
+
 /* Sorts by file (bytes), line, column, then insertion order. */
 void tly_diags_sort(tly_diags *d);
 

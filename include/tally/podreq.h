@@ -16,8 +16,9 @@
 **    gpu-fraction-num-devices, with KAI's validation messages; whole GPUs
 **    (nvidia.com/gpu, amd.com/gpu); MIG nvidia.com/mig-<G>g.<M>gb counted as G
 **    GPUs each.
-** GPU amounts are in hundredths of a device (KAI's 0.01 steps), exactly; a
-** gpu-fraction is also kept as the exact decimal it was written as.
+** GPU amounts are in hundredths of a device (KAI's 0.01 steps); a
+** gpu-fraction's are KAI's float64 round(f x 100), and the fraction is also
+** kept as the exact decimal it was written as.
 */
 #ifndef TALLY_PODREQ_H
 #define TALLY_PODREQ_H
@@ -49,7 +50,7 @@ typedef struct {
     uint32_t gpu_resource;     /* TLY_R_NVIDIA_GPU or TLY_R_AMD_GPU */
     uint32_t gpu_devices;      /* whole count, or the number of shared devices (>= 1) */
     uint32_t gpu_portion;      /* TLY_GPU_FRACTION: hundredths per device charged, 0..100
-                                  (f x 100 rounded half away from zero: 0 below 0.005) */
+                                  (float64 f x 100 rounded half away from zero, as KAI) */
     uint64_t gpu_frac_num;     /* TLY_GPU_FRACTION: the fraction exactly, gpu_frac_num / */
     uint32_t gpu_frac_scale;   /*   10^gpu_frac_scale (to 19 significant digits, rounded up) */
     uint64_t gpu_memory_mib;   /* TLY_GPU_MEMORY: MiB per device */

@@ -60,7 +60,9 @@ int tly_cmd_validate(int argc, char **argv)
         return 1;
     }
     tly_diags *d = tly_store_diags(s);
+    size_t decoded = tly_diags_count(d);
     tly_crdset_check(in.crds, d);
+    tly_diags_drop_restated(d, decoded);
     tly_crdset_destroy(in.crds);
     tly_validate_store(s, d, false);
     tly_diags_sort(d);

@@ -6,7 +6,8 @@
 # Usage: bash tests/browser/report.sh [path/to/tally]   (from the repository
 #        root; default build/tally). CHROMIUM overrides the browser binary.
 #
-# 1. Writes build/report.html for examples/cluster.
+# 1. Writes build/report.html for examples/cluster and tests/browser/long-queue.yaml (a queue
+#    with a long name).
 # 2. Loads a copy of it in headless Chromium with --dump-dom and checks the
 #    DOM the browser built: the queues, the team-a gpu-h200 bar at 100%
 #    flagged as at/over 90%, the Gated and Unschedulable pods with reasons and
@@ -14,7 +15,8 @@
 #    probe script at its end (the page itself has none) that writes layout
 #    facts into <body> attributes: the page's scroll width at a 1366 px
 #    window (no horizontal scrolling), the rendered width and colour of that
-#    bar, and whether the explain text is folded away by default.
+#    bar, whether the explain text is folded away by default, and whether the
+#    long queue name is clipped or wraps.
 # 3. Takes a 1366x900 screenshot of build/report.html into build/report.png
 #    and checks it is a PNG of that size and not trivial (> 20 KB).
 # Every Chromium run has a timeout, a fresh --user-data-dir and no network
@@ -76,8 +78,8 @@ chrome() {
 }
 
 echo "== browser test of the HTML report (${CHROMIUM}, $("$CHROMIUM" --version 2>/dev/null | head -1)) =="
-if ! timeout 60 "$TALLY" simulate -o html examples/cluster >"$html" 2>"$tmp/err"; then
-    bad "tally simulate -o html examples/cluster failed: $(head -3 "$tmp/err")"
+if ! timeout 60 "$TALLY" simulate -o html examples/cluster tests/browser/long-queue.yaml >"$html" 2>"$tmp/err"; then
+    bad "tally simulate -o html examples/cluster tests/browser/long-queue.yaml failed: $(head -3 "$tmp/err")"
 fi
 
 # ---- 2. the DOM ------------------------------------------------------------
@@ -97,6 +99,13 @@ cat >>"$probe" <<'EOF'
   if (okFill) b.setAttribute('data-probe-ok-color', getComputedStyle(okFill).backgroundColor);
   var pre = document.querySelector('#pending details pre');
   if (pre) b.setAttribute('data-probe-explain-visible', String(pre.checkVisibility ? pre.checkVisibility() : pre.getClientRects().length > 0));
+  var lq = document.querySelector('tr[data-queue^="department-number-0042"] td.qname');
+  var sq = document.querySelector('tr[data-queue="team-a"] td.qname');
+  if (lq && sq) {
+    b.setAttribute('data-probe-long-clipped', String(lq.scrollWidth > lq.clientWidth));
+    b.setAttribute('data-probe-long-taller', String(lq.getBoundingClientRect().height > sq.getBoundingClientRect().height));
+    b.setAttribute('data-probe-long-ellipsis', getComputedStyle(lq).textOverflow);
+  }
   b.setAttribute('data-probe', 'done');
 })();
 </script>
@@ -129,6 +138,10 @@ hc=$(probe_val h200-color)
 oc=$(probe_val ok-color)
 if [ -n "$hc" ] && [ -n "$oc" ] && [ "$hc" != "$oc" ]; then ok; else bad "the at/over-90% bar has the ordinary colour ($hc, $oc)"; fi
 has "$dom" 'data-probe-explain-visible="false"'
+# The long queue name is whole and wraps: not clipped, its cell taller than a short name's.
+has "$dom" 'data-probe-long-clipped="false"'
+has "$dom" 'data-probe-long-taller="true"'
+has "$dom" 'data-probe-long-ellipsis="clip"'
 has "$dom" '<li class="item" data-state="Gated" data-reason="OverLimit" data-pod="team-a/ablation-lr-sweep-3-xz7pq">'
 has "$dom" 'team-a has reached the limit of AccountedResource gpu-h200. Limit is 4, currently 4 used and workload requested 1'
 has "$dom" '<li class="item" data-state="Unschedulable" data-reason="Unschedulable" data-pod="inference/embedding-batch-28c4t">'

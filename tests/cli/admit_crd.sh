@@ -63,6 +63,9 @@ expect run-inline-and-repo false 'spec.source: Invalid value: "object": inline a
   "${STATE[@]}" <"$tmp/inline.json"
 expect run-commit-without-repo false 'spec.source: Invalid value: "object": commitSHA requires repoURL' "" "${STATE[@]}" <"$tmp/sha.json"
 expect run-task-and-function false 'spec.mode: Invalid value: "object": exactly one of task or function must be set' "" "${STATE[@]}" <"$tmp/both.json"
+# ... once: the hand rule that says the same is not repeated when the CRD states it.
+[ "$(jq -r .response.status.message "$tmp/out.json" | grep -o 'exactly one of task or function' | wc -l)" -eq 1 ] \
+  && ok || bad "run-task-and-function: the problem is reported more than once: $(jq -r .response.status.message "$tmp/out.json")"
 expect run-unknown-field false 'spec.args: unknown field "spec.args"' "" "${STATE[@]}" <"$tmp/unknown.json"
 # transition rules, on UPDATE only
 expect run-uncancel false 'spec: Invalid value: "object": cancelRequested cannot be unset' "" "${STATE[@]}" <"$tmp/uncancel.json"

@@ -131,6 +131,17 @@ spec:
     memory: {quota: -1, limit: 0}
     gpu: {quota: -1, limit: 1}
 ---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata:
+  name: department-number-0042-computer-vision-research-training
+spec:
+  parentQueue: org
+  resources:
+    cpu: {quota: -1, limit: -1}
+    memory: {quota: -1, limit: -1}
+    gpu: {quota: -1, limit: -1}
+---
 apiVersion: v1
 kind: Node
 metadata:
@@ -190,6 +201,10 @@ structure "$f"
 for q in org full over; do
     has "$f" "<tr data-queue=\"$q\""
 done
+# A long queue name is shown whole and wraps in its column: no rule cuts it (issue 15 item 19).
+has "$f" '&nbsp;</span>department-number-0042-computer-vision-research-training'
+has "$f" 'td.qname{font-weight:600;white-space:normal;overflow-wrap:anywhere}'
+hasnt "$f" 'td\.qname\{[^}]*(ellipsis|nowrap|overflow:hidden)'
 has "$f" '<div class="bar hi" data-queue="full" data-resource="gpu" data-kind="spec" data-pct="100"'
 has "$f" '<div class="bar over" data-queue="over" data-resource="gpu" data-kind="spec" data-pct="200"'
 has "$f" '<div class="bar hi" data-queue="org" data-resource="gpu" data-kind="spec" data-pct="100"'

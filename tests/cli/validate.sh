@@ -145,6 +145,57 @@ printf '%s\n' "$out" | grep -qxF "$tmp/krt.yaml:33:1: warning: Pod default/dra-a
 "$TALLY" simulate -o json "$tmp/krt.yaml" 2>/dev/null | jq -e '.runtimePods[0].capacity == {"runs": "2", "example.com/gpu": "1", "gpu": "1"}' \
   >/dev/null && ok || bad "the two-'/' annotation must still be read"
 
+# KAI's PodGroup webhook (issue 15 item 15): a minSubGroup above the number of direct children
+# is admitted with a warning, on the PodGroup and on a subgroup; exit 0.
+cat > "$tmp/over.yaml" <<'YAML'
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: over, namespace: ns1}
+spec:
+  queue: q
+  minSubGroup: 3
+  subGroups:
+  - {name: mid, minSubGroup: 2}
+  - {name: leaf, parent: mid, minMember: 1}
+  - {name: other, minMember: 0}
+YAML
+out=$("$TALLY" validate "$tmp/over.yaml" 2>/dev/null); rc=$?
+[ "$rc" -eq 0 ] && ok || bad "minSubGroup above the children: exit $rc, want 0"
+[ "$out" == "$tmp/over.yaml:6:16: warning: PodGroup ns1/over: spec.minSubGroup: 3 exceeds the number of direct child SubGroups (2), so it can never be satisfied (KAI's webhook admits it with a warning)
+$tmp/over.yaml:8:30: warning: PodGroup ns1/over: spec.subGroups[0].minSubGroup: 2 exceeds the number of direct child SubGroups (1), so it can never be satisfied (KAI's webhook admits it with a warning)" ] \
+  && ok || bad "minSubGroup above the children: got '$out'"
+
+# With the CRD of a kind in the input, a problem the CRD states is reported once, in the API
+# server's words; the hand rules no CRD states (KAI's webhook rules) are still reported.
+cat > "$tmp/twice.yaml" <<'YAML'
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: pg, namespace: ns1}
+spec: {queue: q, minMember: -1, preemptibility: maybe}
+---
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: both, namespace: ns1}
+spec: {queue: q, minMember: 2, minSubGroup: 1, subGroups: [{name: x, minMember: 1}]}
+---
+apiVersion: kruntimes.io/v1alpha1
+kind: Run
+metadata: {name: r1, namespace: ns1}
+spec:
+  runtime: python
+  mode: {task: {}, function: {handler: h}}
+YAML
+out=$("$TALLY" validate "$tmp/twice.yaml" tests/admit-crd/podgroups-crd.yaml tests/admit-crd/runs-crd.yaml 2>/dev/null)
+want="$tmp/twice.yaml:4:18: error: PodGroup ns1/pg: spec.minMember: Invalid value: -1: should be greater than or equal to 0
+$tmp/twice.yaml:4:33: error: PodGroup ns1/pg: spec.preemptibility: Unsupported value: \"maybe\": supported values: \"preemptible\", \"non-preemptible\"
+$tmp/twice.yaml:9:29: error: PodGroup ns1/both: spec.minMember: minMember and minSubGroup are mutually exclusive: if minSubGroup is specified, minMember must be unset
+$tmp/twice.yaml:16:3: error: Run ns1/r1: spec.mode: Invalid value: \"object\": exactly one of task or function must be set"
+[ "$(printf '%s\n' "$out" | grep -v 'spec.runtime: no Runtime')" == "$want" ] && ok || bad "CRD and hand rules: got '$out'"
+# Without the CRDs, the hand rules say it.
+out=$("$TALLY" validate "$tmp/twice.yaml" 2>/dev/null)
+[ "$(printf '%s\n' "$out" | grep -c 'error: PodGroup ns1/pg: spec.minMember: must be greater than or equal to 0$\|error: Run ns1/r1: spec.mode: exactly one of task or function must be set$')" -eq 2 ] \
+  && ok || bad "hand rules without the CRDs: got '$out'"
+
 # Unreadable input: an error line, exit 1; no arguments: usage, exit 2.
 out=$("$TALLY" validate "$tmp/none.yaml" 2>/dev/null); rc=$?
 [ "$rc" -eq 1 ] && [ "$out" == "$tmp/none.yaml:0:0: error: -: -: $tmp/none.yaml does not exist (no file or directory has that name)" ] && ok || bad "missing file: exit $rc '$out'"
