@@ -1,17 +1,16 @@
 /*
 ** bench_live.c: watch events applied to the live state (include/tally/live.h).
 **
-**   bench-live PODS EVENTS [FORKS]
+**   bench-live [--moves] PODS EVENTS [FORKS]
 **   bench-live --webhook PODS EVENTS_PER_S REVIEWS_PER_S SECONDS
 **   bench-live --pod I      prints pod I of the stream (to see what is measured)
 **
 ** Builds a cluster of PODS running pods (about 4 KB of compact JSON each, as
 ** the API server sends a pod, managedFields included: pod_json) on PODS/50
 ** GPU nodes in 100 queues, applied as ADDED events. Then applies EVENTS
-** watch events of the three common kinds, in turn: a bind (a pending pod
-** gets its node and Running), a phase change (Running -> Succeeded, which
-** releases the pod's charge), a resize status (the kubelet's new container
-** resources). Each event's JSON ({"type":"MODIFIED","object":{...}} and a
+** watch events of pods' lifecycles (event_json: deleted, added, bound,
+** Running, then Succeeded, which releases the charge, or a resize status:
+** the kubelet's new container resources). Each event's JSON ({"type":"MODIFIED","object":{...}} and a
 ** newline) is written before the clock starts; what is timed is what the
 ** reflector does per event: the framer finds the event in the stream, then
 ** parse, decode, apply (objects, indexes, ledger). Meanwhile FORKS
@@ -80,7 +79,8 @@ static size_t pod_json(char *buf, size_t n, long i, int phase, const char *node,
                  "\"limits\":{\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"1\"}},\"allocatedResources\":"
                  "{\"cpu\":\"%d\",\"memory\":\"16Gi\",\"nvidia.com/gpu\":\"1\"},",
                  cpu_status, cpu_status);
-    long q = i % QUEUES, job = i / 8, rank = i % 8;
+    /* A Job's eight workers share its namespace and queue (and PodGroup). */
+    long job = i / 8, q = job % QUEUES, rank = i % 8;
     return (size_t)snprintf(
         buf, n,
         "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"train-%06ld-worker-%ld\","
@@ -272,8 +272,49 @@ static void build_cluster(tly_live *l, tly_arena *a, long pods)
            (double)bytes / (double)pods, sync, (double)pods / sync);
 }
 
-/* The e-th event of the stream into buf: a bind, a phase change or a resize status (MODIFIED). */
-static size_t event_json(char *buf, size_t n, long e, long pods)
+/*
+** The streams of events. LIFECYCLE (the default) is what a cluster of Jobs
+** sends: pods come and go. Five pods are in flight at a time, each taking
+** five steps, interleaved (A0 B0 C0 D0 E0 A1 B1 ...): the old pod of its
+** slot is DELETED (its last state), the new one is ADDED pending (no node),
+** bound (nodeName: the slot's node, which never changes while a pod lives,
+** as nodeName is immutable once set), Running, and then Succeeded (even
+** generations) or given a resize status while Running (odd ones). The m-th
+** lifecycle takes slot m x 7919 mod PODS, so consecutive pods are far apart
+** in every index, and is generation m / PODS + 1 of its slot (the sync's
+** pods are generation 0; pod index slot + generation x PODS).
+**
+** MOVES (--moves) is the stream of 2026-12-02 and before: MODIFIED events
+** only, each putting an existing pod on another node. That cannot happen
+** (nodeName is immutable), but it is a stress of the writer's node index,
+** since every event moves a pod there; kept to compare with earlier figures.
+*/
+enum { LIFECYCLE, MOVES };
+
+static size_t lifecycle_event(char *buf, size_t n, long e, long pods)
+{
+    long r = e / 5, step = r % 5, m = (r / 5) * 5 + e % 5;
+    long slot = (m * 7919) % pods, gen = m / pods + 1, i = slot + gen * pods;
+    char node[32];
+    snprintf(node, sizeof node, "gpu-%05ld", slot / NODES_PER);
+    switch (step) {
+    case 0: {
+        /* The old pod's last state: the sync's pods run, later ones ended by their step 4. */
+        long g = gen - 1, old = slot + g * pods;
+        bool resized = g > 0 && g % 2 == 1;
+        return pod_event(buf, n, "DELETED", old, g == 0 || resized ? 1 : 2, node, resized ? 3 : 0);
+    }
+    case 1: return pod_event(buf, n, "ADDED", i, 0, NULL, 0);
+    case 2: return pod_event(buf, n, "MODIFIED", i, 0, node, 0);
+    case 3: return pod_event(buf, n, "MODIFIED", i, 1, node, 0);
+    default:
+        return gen % 2 == 0 ? pod_event(buf, n, "MODIFIED", i, 2, node, 0)
+                            : pod_event(buf, n, "MODIFIED", i, 1, node, 3);
+    }
+}
+
+/* The e-th event of the MOVES stream: a bind, a phase change or a resize status, each moving the pod. */
+static size_t move_event(char *buf, size_t n, long e, long pods)
 {
     long nodes = pods / NODES_PER + 1, i = (e * 7919) % pods;
     char node[32];
@@ -282,6 +323,11 @@ static size_t event_json(char *buf, size_t n, long e, long pods)
     return kind == 0   ? pod_event(buf, n, "MODIFIED", i, 1, node, 0)
            : kind == 1 ? pod_event(buf, n, "MODIFIED", i, 2, node, 0)
                        : pod_event(buf, n, "MODIFIED", i, 1, node, 2 + (int)(e % 5));
+}
+
+static size_t event_json(char *buf, size_t n, long e, long pods, int stream)
+{
+    return stream == MOVES ? move_event(buf, n, e, pods) : lifecycle_event(buf, n, e, pods);
 }
 
 static void sleep_until(double t)
@@ -328,7 +374,7 @@ static void *stream_events(void *arg)
     double t0 = now_s();
     for (long e = 0; !atomic_load(&st->stop) && now_s() < st->until; e++) {
         sleep_until(t0 + (double)e / st->rate);
-        size_t len = event_json(buf, sizeof buf, e + 1000003, st->pods);
+        size_t len = event_json(buf, sizeof buf, e, st->pods, LIFECYCLE);
         watch_feed(&w, buf, len);
         st->applied++;
     }
@@ -461,8 +507,15 @@ int main(int argc, char **argv)
     }
     if (argc >= 6 && !strcmp(argv[1], "--webhook"))
         return webhook_mode(atol(argv[2]), atof(argv[3]), atof(argv[4]), atof(argv[5]));
+    int stream = LIFECYCLE;
+    if (argc > 1 && !strcmp(argv[1], "--moves")) {
+        stream = MOVES;
+        argv++;
+        argc--;
+    }
     if (argc < 3) {
-        fprintf(stderr, "usage: bench-live PODS EVENTS [FORKS] | --webhook PODS EVENTS/S REVIEWS/S SECONDS\n");
+        fprintf(stderr, "usage: bench-live [--moves] PODS EVENTS [FORKS] | --webhook PODS EVENTS/S "
+                        "REVIEWS/S SECONDS\n");
         return 2;
     }
     long pods = atol(argv[1]), events = atol(argv[2]), forks = argc > 3 ? atol(argv[3]) : 0;
@@ -479,7 +532,7 @@ int main(int argc, char **argv)
     watcher_init(&w, l);
     size_t bytes = 0;
     for (long e = 0; e < events; e++) {
-        size_t len = event_json(buf, sizeof buf, e, pods);
+        size_t len = event_json(buf, sizeof buf, e, pods, stream);
         bytes += len;
         double s = now_s();
         CALLGRIND_TOGGLE_COLLECT;
@@ -495,9 +548,17 @@ int main(int argc, char **argv)
     if (held)
         tly_store_destroy(held);
     watcher_free(&w);
-    printf("events: %ld pod events (bind, phase, resize; %.0f bytes each) at %ld pods: %.0f events/s, "
+    /* A lifecycle stream ends with at most the five pods in flight missing (deleted, not added yet). */
+    long left = (long)tly_live_count(l, TLY_K_POD);
+    if (stream == LIFECYCLE && (left > pods || left < pods - 5)) {
+        fprintf(stderr, "bench-live: %ld pods at the end, want %ld to %ld\n", left, pods - 5, pods);
+        return 1;
+    }
+    printf("events: %ld pod events (%s; %.0f bytes each) at %ld pods: %.0f events/s, "
            "%.2f us each, %.0f MB/s\n",
-           events, (double)bytes / (double)events, pods, (double)events / timed,
+           events, stream == MOVES ? "moves: bind, phase, resize, each to another node"
+                                   : "lifecycles: delete, add, bind, run, end or resize",
+           (double)bytes / (double)events, pods, (double)events / timed,
            timed * 1e6 / (double)events, (double)bytes / 1e6 / timed);
     printf("writer lock held per event: p50 <= %.1f us, p99 <= %.1f us, max <= %.1f us; per fork "
            "(%ld taken): p99 <= %.1f us, max <= %.1f us\n",

@@ -86,6 +86,8 @@ echo "== live: watch events applied (bench-live) =="
 for n in 10000 100000; do
   build-bench/bench-live "$n" 90000 100 | sed "s/^/  /"
 done
+# The stream of earlier figures: every event moves a pod to another node (a stress of the node index).
+build-bench/bench-live --moves 100000 90000 100 | sed -n "s/^events/  --moves: events/p"
 
 echo "== live: instructions per event (callgrind; parse + apply only, 20,000 events, 20 forks) =="
 sizes="10000 100000"

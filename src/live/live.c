@@ -109,6 +109,7 @@ struct tly_live {
     tly_store *head;
     tly_queues *qs;
     uint64_t max_gpu_mem;
+    uint32_t nmax_gpu_mem;   /* nodes whose GPU memory is max_gpu_mem (when it is not 0) */
     int fault;
     /* figures */
     uint32_t counts[TLY_K_COUNT];
@@ -417,13 +418,23 @@ void tly_live_destroy(tly_live *l)
 
 /* ---- charges --------------------------------------------------------------------- */
 
-/* The largest GPU memory of any node (for pods on nodes the state lacks). */
+/* The largest GPU memory of any node (for pods on nodes the state lacks), and how many have it. */
+typedef struct {
+    uint64_t best;
+    uint32_t count;
+} maxmem;
+
 static int max_mem_of(void *ctx, const char *key, void *val)
 {
     (void)key;
-    uint64_t *best = ctx, m = tly_node_gpu_memory_mib((const tly_k8s_node *)((lobj *)val)->m);
-    if (m > *best)
-        *best = m;
+    maxmem *mm = ctx;
+    uint64_t m = tly_node_gpu_memory_mib((const tly_k8s_node *)((lobj *)val)->m);
+    if (m > mm->best) {
+        mm->best = m;
+        mm->count = 1;
+    } else if (m && m == mm->best) {
+        mm->count++;
+    }
     return 0;
 }
 
@@ -652,13 +663,37 @@ static void after_pod(tly_live *l, const char *key, lobj *oldo, lobj *newo)
     recharge(l, oldo, newo);
 }
 
+/*
+** The largest GPU memory of any node, kept with how many nodes have it, so
+** that a node event costs O(1): only when the last node at the maximum
+** leaves or shrinks are the nodes scanned again. (A scan per node event made
+** a sync of 20,000 nodes quadratic, and every kubelet status update of a
+** large cluster a walk over all its nodes.)
+*/
+static void track_max_mem(tly_live *l, const tly_k8s_node *old, const tly_k8s_node *neu)
+{
+    uint64_t om = old ? tly_node_gpu_memory_mib(old) : 0, nm = neu ? tly_node_gpu_memory_mib(neu) : 0;
+    if (old && om && om == l->max_gpu_mem)
+        l->nmax_gpu_mem--;
+    if (neu && nm > l->max_gpu_mem) {
+        l->max_gpu_mem = nm;
+        l->nmax_gpu_mem = 1;
+    } else if (neu && nm && nm == l->max_gpu_mem) {
+        l->nmax_gpu_mem++;
+    }
+    if (l->max_gpu_mem && !l->nmax_gpu_mem) {
+        maxmem m = {0, 0};
+        tly_ptree_each(l->kinds[TLY_K_NODE], max_mem_of, &m);
+        l->max_gpu_mem = m.best;
+        l->nmax_gpu_mem = m.count;
+    }
+}
+
 static void after_node(tly_live *l, const tly_k8s_node *old, const tly_k8s_node *neu)
 {
-    uint64_t best = 0;
-    tly_ptree_each(l->kinds[TLY_K_NODE], max_mem_of, &best);
-    bool max_changed = best != l->max_gpu_mem;
-    l->max_gpu_mem = best;
-    if (max_changed) {
+    uint64_t before = l->max_gpu_mem;
+    track_max_mem(l, old, neu);
+    if (l->max_gpu_mem != before) {
         recharge_all(l);  /* pods on nodes the state lacks are charged at the largest GPU memory */
         return;
     }
@@ -1080,6 +1115,16 @@ int tly_live_check(tly_live *l, char *why, size_t whylen)
     tly_ptree_each(f.rows, cmp_rows, &b);
     tly_ledger_free(&e, f.rows);
     tly_epochs_destroy(&e);
+    /* The largest GPU memory, kept per node event, against a scan of the nodes. */
+    maxmem m = {0, 0};
+    tly_ptree_each(l->kinds[TLY_K_NODE], max_mem_of, &m);
+    if (m.best != l->max_gpu_mem || (m.best && m.count != l->nmax_gpu_mem)) {
+        if (!b.diffs && whylen)
+            snprintf(why, whylen, "largest node GPU memory: kept %llu Mi on %u nodes, the nodes say "
+                     "%llu Mi on %u", (unsigned long long)l->max_gpu_mem, l->nmax_gpu_mem,
+                     (unsigned long long)m.best, m.count);
+        b.diffs++;
+    }
     pthread_mutex_unlock(&l->wmu);
     if (!b.diffs && whylen)
         why[0] = '\0';
