@@ -126,6 +126,14 @@ static const rule rules[] = {
     {"ResourceClaim", "status.reservedFor.resource", R_KEEP, 0},
     {"ResourceClaim", "status.reservedFor.apiGroup", R_KEEP, 0},
     {"ResourceClaimTemplate", "spec.spec.devices.config.requests", R_SPLIT, 0},
+    /* A constraint names an attribute as "<domain>/<name>" (the driver and an attribute, both
+       kept) and the requests it binds (renamed as the requests are). */
+    {"ResourceClaim", "spec.devices.constraints.matchAttribute", R_KEEP, 0},
+    {"ResourceClaim", "spec.devices.constraints.distinctAttribute", R_KEEP, 0},
+    {"ResourceClaim", "spec.devices.constraints.requests", R_SPLIT, 0},
+    {"ResourceClaimTemplate", "spec.spec.devices.constraints.matchAttribute", R_KEEP, 0},
+    {"ResourceClaimTemplate", "spec.spec.devices.constraints.distinctAttribute", R_KEEP, 0},
+    {"ResourceClaimTemplate", "spec.spec.devices.constraints.requests", R_SPLIT, 0},
     {"DeviceClass", "metadata.name", R_KEEP, 0},
     {"PriorityClass", "metadata.name", R_PRIOCLASS, 0},
     {"AccountedResource", "spec.sources.podAnnotation.key", R_KEEP, 0},
