@@ -255,9 +255,11 @@ static int collect_member(void *ctx, const char *key, void *val)
     (void)val;
     memberlist *m = ctx;
     const char *first = strchr(key, '\x1f'), *last = strrchr(key, '\x1f');
+    if (!first)
+        return 0;
     char pkey[KEYMAX];
     size_t nl = (size_t)(first - key), ml = strlen(last);
-    if (!first || nl + ml + 1 > sizeof pkey)
+    if (nl + ml + 1 > sizeof pkey)
         return 0;
     memcpy(pkey, key, nl);
     memcpy(pkey + nl, last, ml + 1);
@@ -560,7 +562,7 @@ static void index_pod(tly_live *l, const char *pkey, const tly_pod *p, bool on)
 /*
 ** The member indexes forks read (Runtime Pods by namespace and runtime
 ** label, pods by namespace and PodGroup annotation) hold keys only: a
-** reader finds each pod by its key in kinds[pod] (member_pod). So a new
+** reader finds each pod by its key in kinds[pod] (collect_member). So a new
 ** version of a pod changes them only when its label or annotation changes,
 ** not on every bind or status update (it was a second tree put per event).
 */
@@ -632,7 +634,6 @@ static bool node_charge_changed(const tly_k8s_node *a, const tly_k8s_node *b)
     }
     return false;
 }
-
 
 /* Whether the two versions of a pod sit at the same places of the writer's indexes. */
 static bool same_index_keys(const tly_pod *a, const tly_pod *b)
