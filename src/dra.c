@@ -1047,17 +1047,17 @@ static bool taints_tolerated(const tly_device *dev, const tly_device_request *rq
 enum { SEL_OK, SEL_NO, SEL_TAINTED, SEL_POOL };
 
 /*
-** Whether device gi is one that unit u may ever take on this node (state
-** aside). A device of a bad pool or with a taint the request does not
-** tolerate is SEL_POOL or SEL_TAINTED only when the selectors match it, so
-** the message can say why matching devices were not offered.
+** Whether device gi is one that unit u (an All request when all) may ever
+** take on this node (state aside). A device of a bad pool or with a taint
+** the request does not tolerate is SEL_POOL or SEL_TAINTED only when the
+** selectors match it, so the message can say why matching devices were not
+** offered.
 */
 static int selectable(const tly_dra *d, const dra_class *cl, const dra_sels *sels,
-                      const tly_device_request *rq, uint32_t gi)
+                      const tly_device_request *rq, bool all, uint32_t gi)
 {
     const dra_devent *de = &d->devs[gi];
     const char *why;
-    bool all = rq->allocation_mode && strcmp(rq->allocation_mode, "All") == 0;
     int bar = de->bad || !pool_ok(d, de->pool, all, &why) ? SEL_POOL
               : !taints_tolerated(de->dev, rq)      ? SEL_TAINTED
                                                      : SEL_OK;
@@ -1098,7 +1098,7 @@ static int make_unit(dra_search *sc, const tly_dra_claim_choice *e, dra_unit *u,
     uint32_t tainted = 0, badpool = 0;
     for (uint32_t k = 0; cl && k < sc->nlist; k++) {
         uint32_t gi = sc->list[k];
-        int sel = selectable(d, cl, sels, rq, gi);
+        int sel = selectable(d, cl, sels, rq, u->all, gi);
         tainted += sel == SEL_TAINTED;
         badpool += sel == SEL_POOL;
         if (sel != SEL_OK)

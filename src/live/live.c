@@ -267,16 +267,30 @@ static int collect_member(void *ctx, const char *key, void *val)
     return o ? collect_pod(&m->p, pkey, o->m) : 0;
 }
 
+/* The entries "ns\x1fmid\x1f*" of tree t, in key order, through fn. */
+static void range_under(const tly_ptree *t, const char *ns, const char *mid,
+                        int (*fn)(void *ctx, const char *key, void *val), void *ctx)
+{
+    char lo[KEYMAX], hi[KEYMAX];
+    snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns ? ns : "", mid);
+    snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns ? ns : "", mid);
+    tly_ptree_range(t, lo, hi, fn, ctx);
+}
+
+/* The pods of member index ix (rtpods, groups) under (ns, label), newest versions. */
+static uint32_t members_under(const lview *v, const tly_ptree *ix, const char *ns, const char *label,
+                              tly_pod ***out)
+{
+    memberlist m = {.v = v};
+    range_under(ix, ns, label, collect_member, &m);
+    *out = m.p.v;
+    return m.p.n;
+}
+
 static uint32_t b_runtime_pods(void *ctx, const char *ns, const char *runtime, tly_pod ***out)
 {
     const lview *v = ctx;
-    char lo[KEYMAX], hi[KEYMAX];
-    snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns ? ns : "", runtime);
-    snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns ? ns : "", runtime);
-    memberlist m = {.v = v};
-    tly_ptree_range(v->rtpods, lo, hi, collect_member, &m);
-    *out = m.p.v;
-    return m.p.n;
+    return members_under(v, v->rtpods, ns, runtime, out);
 }
 
 static void free_queues(void *qs) { tly_queues_destroy(qs); }
@@ -1011,13 +1025,7 @@ uint32_t tly_live_group_pods(tly_store *fork, const char *ns, const char *podgro
     *out = NULL;
     if (!v)
         return 0;
-    char lo[KEYMAX], hi[KEYMAX];
-    snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns, podgroup);
-    snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns, podgroup);
-    memberlist m = {.v = v};
-    tly_ptree_range(v->groups, lo, hi, collect_member, &m);
-    *out = m.p.v;
-    return m.p.n;
+    return members_under(v, v->groups, ns, podgroup, out);
 }
 
 uint32_t tly_live_runs_on_pod(tly_store *fork, const char *ns, const char *pod, tly_run ***out)
@@ -1026,11 +1034,8 @@ uint32_t tly_live_runs_on_pod(tly_store *fork, const char *ns, const char *pod, 
     *out = NULL;
     if (!v)
         return 0;
-    char lo[KEYMAX], hi[KEYMAX];
-    snprintf(lo, sizeof lo, "%s\x1f%s\x1f", ns, pod);
-    snprintf(hi, sizeof hi, "%s\x1f%s\x20", ns, pod);
     podlist p = {0};
-    tly_ptree_range(v->runs_on, lo, hi, collect_pod, &p);
+    range_under(v->runs_on, ns, pod, collect_pod, &p);
     *out = (tly_run **)p.v;
     return p.n;
 }
