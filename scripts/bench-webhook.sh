@@ -6,6 +6,9 @@
 # p99 latency) and is called from the end of bench.sh; it can also be run alone:
 #   scripts/bench-webhook.sh            (WEBBENCH_SECONDS=10, WEBBENCH_PODS=10000)
 #   WEBBENCH_VERBOSE=1 prints both wrk reports; WEBBENCH_PERF=FILE records a perf profile of tally.
+# Then, against both servers, a load that holds a fixed rate (bench/bench_rate.c, WEBBENCH_RATE
+# reviews/s, default 1000, over 8 connections; latency from when each review was due), for the
+# p99 at a fixed rate (issues 13 and 16). WEBBENCH_RATE=0 leaves that part out.
 #
 # State and review come from bench-resize (bench/bench_resize.c): a queue tree 4 levels deep
 # (2 x 5 x 10 x 20 queues), WEBBENCH_PODS Running kai-scheduler pods over the 2,000 leaves, and a
@@ -19,10 +22,11 @@ cd "$(dirname "$0")/.."
 SECS=${WEBBENCH_SECONDS:-10}
 PODS=${WEBBENCH_PODS:-10000}
 CONNS=64
+RATE=${WEBBENCH_RATE:-1000}
 
 scripts/deps.sh webbench
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTALLY_TESTS=OFF >/dev/null
-cmake --build build-bench -j 2 --target tally bench-resize >/dev/null
+cmake --build build-bench -j 2 --target tally bench-resize bench-rate >/dev/null
 TALLY=$(realpath build-bench/tally)
 
 tmp=$(mktemp -d)
@@ -169,3 +173,20 @@ printf '%-34s %10s %14s %14s %8s\n' "webhook resize reviews (req/s, vs nginx sta
   "$tr" "$nr" "$(awk -v a="$tr" -v b="$nr" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
 printf '%-34s %10s %14s %14s %8s\n' "webhook p99 latency (ms, vs nginx)" "$size" \
   "$tp" "$np" "$(awk -v a="$tp" -v b="$np" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
+
+# The fixed-rate load: bench-rate's line for each server, and the p99 row.
+[ "$RATE" != 0 ] || exit 0
+fixed() {
+  timeout $((SECS + 40)) build-bench/bench-rate --cacert "$tmp/ca.crt" \
+    "https://127.0.0.1:$1/validate/pods-resize" "$tmp/review.json" "$RATE" "$SECS"
+}
+ft=$(fixed "$TPORT") || echo "bench-webhook: bench-rate against tally: $ft" >&2
+fn=$(fixed "$NPORT") || echo "bench-webhook: bench-rate against nginx: $fn" >&2
+echo "bench-webhook: fixed rate, tally: $ft" >&2
+echo "bench-webhook: fixed rate, nginx: $fn" >&2
+q() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" <<<"$1"; }
+for f in p50_ms p99_ms; do
+  a=$(q "$ft" "$f"); b=$(q "$fn" "$f")
+  printf '%-34s %10s %14s %14s %8s\n' "webhook ${f%_ms} at ${RATE}/s (ms, vs nginx)" "${PODS}p/8c" \
+    "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
+done
