@@ -140,29 +140,21 @@ static double quantile(const double *v, size_t n, double q)
     return v[i < n ? i : n - 1];
 }
 
+/* The whole file at path (a regular file: its size is known up front), or NULL. */
 static char *read_body(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0, got;
-    do {
-        if (n + 65536 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        got = fread(buf + n, 1, cap - n, f);
-        n += got;
-    } while (got > 0);
-    fclose(f);
-    *len = n;
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    char *buf = size >= 0 ? malloc((size_t)size + 1) : NULL;
+    if (buf && (fseek(f, 0, SEEK_SET) != 0 || fread(buf, 1, (size_t)size, f) != (size_t)size)) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f)
+        fclose(f);
+    *len = buf ? (size_t)size : 0;
     return buf;
 }
 
