@@ -187,7 +187,7 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
         deny(d, "a pods/resize review needs request.object and request.oldObject");
         return;
     }
-    tly_store *ns = tly_store_create(), *os = tly_store_create();
+    tly_store *ns = tly_store_create_one(), *os = tly_store_create_one();
     tly_store_load_object(ns, "request.object", object);
     tly_store_load_object(os, "request.oldObject", oldo);
     tly_store_finish(ns);
@@ -312,13 +312,13 @@ int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *led
     int k = !strcmp(rkind, "Queue") ? TLY_K_QUEUE
             : !strcmp(rkind, "Run") ? TLY_K_RUN : TLY_K_ACCOUNTED_RESOURCE;
     /* Each object is decoded into a store of its own, with the validator's decoders. */
-    tly_store *obj = tly_store_create();
+    tly_store *obj = tly_store_create_one();
     tly_store_load_object(obj, "request.object", object);
     tly_store_finish(obj);
     tly_store *olds = NULL;
     const tly_meta *m = tly_store_count(obj, k) ? tly_store_at(obj, k, 0) : NULL, *old = NULL;
     if (oldo && oldo->type == TLY_N_MAP) {
-        olds = tly_store_create();
+        olds = tly_store_create_one();
         tly_store_load_object(olds, "request.oldObject", oldo);
         tly_store_finish(olds);
         old = tly_store_count(olds, k) ? tly_store_at(olds, k, 0) : NULL;

@@ -21,10 +21,10 @@
 #define DEFAULT_QUEUE_LABEL "kai.scheduler/queue"
 #define DEFAULT_QUEUE "default-queue"
 
-tly_store *tly_store_create(void)
+static tly_store *store_create(size_t block)
 {
     tly_store *s = tly_xcalloc(1, sizeof *s);
-    s->arena = tly_arena_create(1 << 20);
+    s->arena = tly_arena_create(block);
     s->names = tly_names_create();
     s->diags = tly_diags_create();
     tly_strmap_init(&s->byname);
@@ -34,6 +34,11 @@ tly_store *tly_store_create(void)
     s->own_names = true;
     return s;
 }
+
+tly_store *tly_store_create(void) { return store_create(1 << 20); }
+
+/* 16 KiB: a 4 KB pod and its strings in one or two blocks, all under the mmap threshold. */
+tly_store *tly_store_create_one(void) { return store_create(16 * 1024); }
 
 tly_store *tly_store_create_view(const tly_store_backend *b, void *ctx, tly_names *names,
                                  const tly_config *config, const char *scheduler_name)

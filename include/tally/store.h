@@ -40,6 +40,13 @@ typedef struct tly_store tly_store;
 #define TLY_MAX_OBJECT_NODES (1u << 22)  /* nodes in one object's tree */
 
 tly_store *tly_store_create(void);
+/*
+** The same, for a store that will hold one object (a webhook's review): its
+** arena takes small blocks. A 1 MiB block per review came from mmap and went
+** back with munmap, and the TLB shootdowns that munmap sends to every core
+** were the webhook's largest cost (docs/performance.md, the webhook section).
+*/
+tly_store *tly_store_create_one(void);
 void tly_store_destroy(tly_store *s);
 
 tly_names *tly_store_names(tly_store *s);
