@@ -187,7 +187,8 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
         deny(d, "a pods/resize review needs request.object and request.oldObject");
         return;
     }
-    tly_store *ns = tly_store_create_one(), *os = tly_store_create_one();
+    /* One names table for both: the resize rule compares their resources id by id. */
+    tly_store *ns = tly_store_create_one(NULL), *os = tly_store_create_one(tly_store_names(ns));
     tly_store_load_object(ns, "request.object", object);
     tly_store_load_object(os, "request.oldObject", oldo);
     tly_store_finish(ns);
@@ -215,7 +216,7 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
             size_t n = 0;
             /* From here on `state` is the one the ledger pairs with its increases (resize.h). */
             const tly_resize_extra *extra = ledger->begin(ledger->ctx, old, &state, &n);
-            tly_resize_decide_extra(state, neu, old, extra, n, &v);
+            tly_resize_decide_extra(state, tly_store_names(ns), neu, old, extra, n, &v);
             /*
             ** Reserve only for a pod the state holds: a review may name any pod,
             ** and holds for pods that do not exist would take the room of real
@@ -226,7 +227,7 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
             /* No warning for it: the answer stays the one `tally admit` gives (contract section 7). */
             ledger->end(ledger->ctx, old, &v, d->res->dry_run);
         } else {
-            tly_resize_decide(state, neu, old, &v);
+            tly_resize_decide(state, tly_store_names(ns), neu, old, &v);
         }
         if (!v.allowed)
             deny(d, "%s", v.message);
@@ -234,8 +235,8 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
             warn(d, "%s", v.warning);
         tly_resize_verdict_free(&v);
     }
-    tly_store_destroy(ns);
     tly_store_destroy(os);
+    tly_store_destroy(ns);
 }
 
 int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_admit_result *res,
@@ -312,13 +313,13 @@ int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *led
     int k = !strcmp(rkind, "Queue") ? TLY_K_QUEUE
             : !strcmp(rkind, "Run") ? TLY_K_RUN : TLY_K_ACCOUNTED_RESOURCE;
     /* Each object is decoded into a store of its own, with the validator's decoders. */
-    tly_store *obj = tly_store_create_one();
+    tly_store *obj = tly_store_create_one(NULL);
     tly_store_load_object(obj, "request.object", object);
     tly_store_finish(obj);
     tly_store *olds = NULL;
     const tly_meta *m = tly_store_count(obj, k) ? tly_store_at(obj, k, 0) : NULL, *old = NULL;
     if (oldo && oldo->type == TLY_N_MAP) {
-        olds = tly_store_create_one();
+        olds = tly_store_create_one(NULL);
         tly_store_load_object(olds, "request.oldObject", oldo);
         tly_store_finish(olds);
         old = tly_store_count(olds, k) ? tly_store_at(olds, k, 0) : NULL;

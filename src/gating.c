@@ -97,7 +97,7 @@ int tly_mutate_review(const tly_store *state, const char *body, size_t len, tly_
         goto out;
     /* A pod at CREATE may carry no namespace of its own: the request's is the one it gets. */
     const char *ns = str_at(req, "namespace");
-    tly_store *one = tly_store_create_one();
+    tly_store *one = tly_store_create_one(NULL);
     tly_store_load_object(one, "request.object", object);
     tly_store_finish(one);
     tly_pod *p = tly_store_count(one, TLY_K_POD) ? tly_store_at(one, TLY_K_POD, 0) : NULL;

@@ -228,19 +228,20 @@ static void effective_pair(tly_store *state, const tly_pod *neu, const tly_pod *
     pod_charge(state, old, a, e_old, queue, np);
 }
 
-void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
-                       tly_resize_verdict *v)
+void tly_resize_decide(tly_store *state, const tly_names *names, const tly_pod *neu,
+                       const tly_pod *old, tly_resize_verdict *v)
 {
-    tly_resize_decide_extra(state, neu, old, NULL, 0, v);
+    tly_resize_decide_extra(state, names, neu, old, NULL, 0, v);
 }
 
-void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod *old,
-                             const tly_resize_extra *extra, size_t nextra, tly_resize_verdict *v)
+void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly_pod *neu,
+                             const tly_pod *old, const tly_resize_extra *extra, size_t nextra,
+                             tly_resize_verdict *v)
 {
     memset(v, 0, sizeof *v);
     v->allowed = true;
     const char *container = NULL;
-    const char *other = changes_other(old, neu, tly_store_names(state), &container);
+    const char *other = changes_other(old, neu, names, &container);
     if (other) {
         v->allowed = false;
         v->message = !strcmp(other, "containers")

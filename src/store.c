@@ -38,7 +38,16 @@ static tly_store *store_create(size_t block)
 tly_store *tly_store_create(void) { return store_create(1 << 20); }
 
 /* 16 KiB: a 4 KB pod and its strings in one or two blocks, all under the mmap threshold. */
-tly_store *tly_store_create_one(void) { return store_create(16 * 1024); }
+tly_store *tly_store_create_one(tly_names *names)
+{
+    tly_store *s = store_create(16 * 1024);
+    if (names) {
+        tly_names_destroy(s->names);
+        s->names = names;
+        s->own_names = false;
+    }
+    return s;
+}
 
 tly_store *tly_store_create_view(const tly_store_backend *b, void *ctx, tly_names *names,
                                  const tly_config *config, const char *scheduler_name)

@@ -78,12 +78,14 @@ typedef struct {
 /*
 ** Decides a resize of `old` (the pod as it runs) to `neu` against state.
 ** The state's own copy of the pod, if any, is replaced by `old` in the ledger.
+** names is the table both pods' resource ids come from (one for the two).
 */
-void tly_resize_decide(tly_store *state, const tly_pod *neu, const tly_pod *old,
-                       tly_resize_verdict *v);
+void tly_resize_decide(tly_store *state, const tly_names *names, const tly_pod *neu,
+                       const tly_pod *old, tly_resize_verdict *v);
 /* The same with extra increases charged first (extra may be NULL when n is 0). */
-void tly_resize_decide_extra(tly_store *state, const tly_pod *neu, const tly_pod *old,
-                             const tly_resize_extra *extra, size_t n, tly_resize_verdict *v);
+void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly_pod *neu,
+                             const tly_pod *old, const tly_resize_extra *extra, size_t n,
+                             tly_resize_verdict *v);
 void tly_resize_verdict_free(tly_resize_verdict *v);
 /*
 ** The ledger every decision against s starts from, made from s's pods: its

@@ -45,8 +45,11 @@ tly_store *tly_store_create(void);
 ** arena takes small blocks. A 1 MiB block per review came from mmap and went
 ** back with munmap, and the TLB shootdowns that munmap sends to every core
 ** were the webhook's largest cost (docs/performance.md, the webhook section).
+** names NULL: the store makes its own table; else it shares names (which
+** must outlive it), so that two objects compared id by id (a resize's old
+** and new pod) number their resources alike.
 */
-tly_store *tly_store_create_one(void);
+tly_store *tly_store_create_one(tly_names *names);
 void tly_store_destroy(tly_store *s);
 
 tly_names *tly_store_names(tly_store *s);

@@ -398,7 +398,7 @@ static const char *str_at(const tly_node *n, const char *path)
 /* A Run decoded from a review's object (its own store, freed by the caller). */
 static const tly_run *run_of(const tly_node *obj, const char *name, tly_store **s)
 {
-    *s = tly_store_create_one();
+    *s = tly_store_create_one(NULL);
     if (obj && obj->type == TLY_N_MAP)
         tly_store_load_object(*s, name, obj);
     tly_store_finish(*s);

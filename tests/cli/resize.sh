@@ -176,6 +176,8 @@ allow not-kai-scheduler
 # GPU cannot be resized in place.
 deny_has gpu-change "resize rejected: pod team-a/trainer" nvidia.com/gpu
 allow gpu-unchanged
+# Nor can one extended resource be swapped for another (old and new each hold one).
+deny extended-resource-swap "resize rejected: pod team-a/trainer: only cpu and memory can be resized in place, but example.com/dev-a of container main changes"
 # Usage comes from the bound pods of the state, with the reviewed pod as oldObject.
 deny usage-ignores-status-low "$P CPU upsize would push queue team-a Allocated (1800m + 500m) over limit (2000m)"
 allow usage-ignores-status-high
