@@ -3,6 +3,8 @@
 ** src/ctrl/gatectl.c, docs/controllers.md "The gating controller").
 **
 **   bench-gating [--cycles N] [--steady] [--reserved N] NODES RUNNING BACKLOG
+**   bench-gating --latency RATE SECONDS [--qps Q] [--burst B] [--server-delay-ms D]
+**                NODES RUNNING BACKLOG
 **
 ** Builds a live state (tly_live_apply of the JSON the API server sends) of
 ** NODES GPU nodes (8 GPUs each, H200 and A100), RUNNING bound Running pods
@@ -33,6 +35,13 @@
 ** are counted: Collected / (cycles x workloads) is the instructions per
 ** decided workload (scripts/bench-live.sh).
 **
+** --latency RATE SECONDS [--qps Q] [--burst B] (default 5000 and 10000):
+** create -> ungate latency at a fixed rate of new pods, with the controller
+** running as in tally serve and writing to the stand-in server below (see
+** run_latency). Prints p50, p99 and max, and how many were ungated.
+** --server-delay-ms D: the stand-in answers each request D ms late, as a
+** real, etcd-backed API server takes a few ms a write.
+**
 ** --steady: the cycle the leader runs over and over while nothing changes:
 ** one first cycle with writes to a local stand-in API server (plain HTTP,
 ** answers 200 to everything) writes every held pod's condition and event
@@ -60,6 +69,7 @@
 
 #include "bench.h"
 #include "ctrl/gatectl.h"
+#include "tally/ctrl.h"
 #include "tally/arena.h"
 #include "tally/gating.h"
 #include "tally/kube.h"
@@ -76,15 +86,18 @@
 static tly_arena *A;
 static char NOW[32];
 
-static void apply(tly_live *l, const char *json)
+/* Applies one object as a watch event would, parsed in arena a (reset first: one thread each). */
+static void apply_in(tly_live *l, const char *json, tly_arena *a)
 {
-    tly_arena_reset(A);
-    tly_node *n = tly_parse_value(json, strlen(json), A);
+    tly_arena_reset(a);
+    tly_node *n = tly_parse_value(json, strlen(json), a);
     if (!n || tly_live_apply(l, TLY_LIVE_UPSERT, n, "bench") != 0) {
         fprintf(stderr, "bench-gating: could not apply %.200s\n", json);
         exit(1);
     }
 }
+
+static void apply(tly_live *l, const char *json) { apply_in(l, json, A); }
 
 static void node_json(char *buf, size_t n, long i)
 {
@@ -153,7 +166,8 @@ static void classes(tly_live *l)
              "\"nvidia.com/gpu\",\"match\":{\"nodeLabels\":{\"nvidia.com/gpu.product\":\"NVIDIA-H200\"}}}]}}");
 }
 
-static void podgroup(tly_live *l, const char *ns, const char *name, int q, int min, const char *pc)
+static void podgroup_in(tly_live *l, tly_arena *a, const char *ns, const char *name, int q, int min,
+                        const char *pc)
 {
     char buf[1024];
     snprintf(buf, sizeof buf,
@@ -161,7 +175,12 @@ static void podgroup(tly_live *l, const char *ns, const char *name, int q, int m
              "\"namespace\":\"%s\",\"labels\":{\"kai.scheduler/queue\":\"team-%02d\"}},\"spec\":{\"queue\":"
              "\"team-%02d\",\"minMember\":%d,\"priorityClassName\":\"%s\"}}",
              name, ns, q, q, min, pc);
-    apply(l, buf);
+    apply_in(l, buf, a);
+}
+
+static void podgroup(tly_live *l, const char *ns, const char *name, int q, int min, const char *pc)
+{
+    podgroup_in(l, A, ns, name, q, min, pc);
 }
 
 typedef enum { RUNNING, GATED, RESERVED } pod_kind;
@@ -326,6 +345,11 @@ static shape build(tly_live *l, long nodes, long running, long backlog, long res
 
 /* ---- a stand-in API server for --steady: plain HTTP/1.1, 200 and {} to every request ---- */
 
+/* --latency: told of each request (its head at req) once it is answered; set before any request. */
+static void (*REQ_HOOK)(const char *req);
+/* --server-delay-ms: each answer waits this long (a real server's write latency; connections in parallel). */
+static long DELAY_US;
+
 static void *serve_conn(void *arg)
 {
     int fd = (int)(intptr_t)arg;
@@ -348,8 +372,12 @@ static void *serve_conn(void *arg)
             if (have < head + body)
                 break;
             static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+            if (DELAY_US > 0)
+                usleep((useconds_t)DELAY_US);
             if (write(fd, ok, sizeof ok - 1) < 0)
                 goto out;
+            if (REQ_HOOK)
+                REQ_HOOK(buf);
             memmove(buf, buf + head + body, have - head - body);
             have -= head + body;
             buf[have] = '\0';
@@ -373,7 +401,7 @@ static void *serve_all(void *arg)
     }
 }
 
-static tly_kube *stand_in(void)
+static tly_kube *stand_in(double qps, int burst)
 {
     int ls = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -402,7 +430,7 @@ static tly_kube *stand_in(void)
     tly_kube_config *cfg;
     tly_kube *k;
     char err[1024];
-    tly_kube_options o = {.qps = 0};
+    tly_kube_options o = {.qps = qps, .burst = burst};
     if (tly_kube_config_load(&src, &cfg, err, sizeof err) || tly_kube_create(cfg, &o, &k, err, sizeof err)) {
         fprintf(stderr, "bench-gating: %s\n", err);
         exit(1);
@@ -480,11 +508,176 @@ static void *run_cycles(void *arg)
     return NULL;
 }
 
+/*
+** ---- --latency RATE SECONDS: create -> ungate at a fixed rate, tally's part ----
+**
+** The state as above, plus a leaf team-100 (under dept-0) with no limits
+** whose pods ask no GPU: every pod put there is admitted. The gating
+** controller runs as `tally serve --controllers gating` runs it (ctrl.c's
+** thread, tly_ctrl_start), its writes going to the stand-in server. A feeder
+** thread applies RATE gated pods a second for SECONDS (each with its
+** PodGroup, as KAI's pod-grouper makes them), each at its due time; the
+** stand-in notes when each one's ungate PATCH arrives and then applies the
+** pod as the watch would show it (gate gone, admitted timestamp). Latency is
+** from the pod's ADDED being applied to its ungate arriving. What it leaves
+** out is the API server's: its watch delivery and its own handling of the
+** patch (the stand-in answers at once).
+*/
+#define LAT_LEAF LEAVES  /* team-100 */
+
+typedef struct {
+    tly_live *l;
+    long n;
+    double rate, t0;
+    double *applied, *ungated;  /* per pod, now_s(); 0: not yet */
+    long done;
+    pthread_mutex_t mu;         /* ungated, done, and arena a */
+    tly_arena *a;               /* the stand-in's applies */
+    double last_req;            /* when the stand-in last answered (under mu) */
+} latency;
+
+static latency *LAT;
+
+static void lat_pod(char *buf, size_t n, long k, pod_kind kind)
+{
+    char name[32], group[32];
+    snprintf(name, sizeof name, "lat-%07ld", k);
+    snprintf(group, sizeof group, "pg-lat-%07ld", k);
+    pod_json(buf, n, name, "ns-lat", LAT_LEAF, group, kind, NULL, 0, 5000000 + k);
+}
+
+/* The stand-in's hook: an ungate of pod lat-K is noted, then shown by the "watch". */
+static void lat_request(const char *req)
+{
+    static const char pre[] = "PATCH /api/v1/namespaces/ns-lat/pods/lat-";
+    double t = now_s();
+    pthread_mutex_lock(&LAT->mu);
+    LAT->last_req = t;
+    pthread_mutex_unlock(&LAT->mu);
+    if (strncmp(req, pre, sizeof pre - 1))
+        return;
+    char *end;
+    long k = strtol(req + sizeof pre - 1, &end, 10);
+    if (*end != ' ' || k < 0 || k >= LAT->n)
+        return;
+    char buf[8192];
+    lat_pod(buf, sizeof buf, k, RESERVED);
+    pthread_mutex_lock(&LAT->mu);
+    if (LAT->ungated[k] == 0) {
+        LAT->ungated[k] = t;
+        LAT->done++;
+        apply_in(LAT->l, buf, LAT->a);
+    }
+    pthread_mutex_unlock(&LAT->mu);
+}
+
+static void sleep_until_s(double t)
+{
+    struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+    }
+}
+
+static void *lat_feed(void *arg)
+{
+    latency *L = arg;
+    tly_arena *a = tly_arena_create(64 * 1024);
+    char buf[8192], group[32];
+    for (long k = 0; k < L->n; k++) {
+        sleep_until_s(L->t0 + (double)k / L->rate);
+        snprintf(group, sizeof group, "pg-lat-%07ld", k);
+        podgroup_in(L->l, a, "ns-lat", group, LAT_LEAF, 1, "train");
+        lat_pod(buf, sizeof buf, k, GATED);
+        apply_in(L->l, buf, a);
+        L->applied[k] = now_s();
+    }
+    tly_arena_destroy(a);
+    return NULL;
+}
+
+/*
+** Waits until the stand-in has answered a request after `since` and then had
+** none for quiet seconds (or limit seconds passed): the controller's first
+** cycles (the backlog's writes) are over.
+*/
+static void lat_wait_quiet(double since, double quiet, double limit)
+{
+    double end = now_s() + limit;
+    for (;;) {
+        usleep(50000);
+        pthread_mutex_lock(&LAT->mu);
+        double last = LAT->last_req;
+        pthread_mutex_unlock(&LAT->mu);
+        /* A backlog with nothing to write writes nothing: its first cycle is over within a tick. */
+        bool none = last <= since && now_s() - since >= 3 * quiet + 0.5;
+        if ((last > since && now_s() - last >= quiet) || none || now_s() >= end)
+            return;
+    }
+}
+
+static int run_latency(tly_live *l, double rate, double secs, double qps, int burst)
+{
+    apply(l, "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"team-100\","
+             "\"labels\":{\"kai.scheduler/queue-admission-gating\":\"true\"}},\"spec\":{\"parentQueue\":"
+             "\"dept-0\",\"resources\":{\"cpu\":{\"quota\":-1,\"limit\":-1,\"overQuotaWeight\":1},"
+             "\"memory\":{\"quota\":-1,\"limit\":-1,\"overQuotaWeight\":1},\"gpu\":{\"quota\":0,\"limit\":-1,"
+             "\"overQuotaWeight\":1}}}}");
+    latency L = {.l = l, .n = (long)(rate * secs), .rate = rate, .a = tly_arena_create(64 * 1024)};
+    L.applied = tly_xcalloc((size_t)L.n + 1, sizeof(double));
+    L.ungated = tly_xcalloc((size_t)L.n + 1, sizeof(double));
+    pthread_mutex_init(&L.mu, NULL);
+    LAT = &L;
+    REQ_HOOK = lat_request;
+    tly_kube *k = stand_in(qps, burst);
+    tly_ctrl_options o = {.kube = k, .live = l, .controllers = TLY_CTRL_GATING};
+    tly_ctrl *c = tly_ctrl_start(&o);
+    /* The backlog's first cycle (its ungates, conditions and events) before the clock starts. */
+    double s0 = now_s();
+    lat_wait_quiet(s0, 0.5, 120);
+    printf("first cycles done in %.1f s\n", now_s() - s0);
+    L.t0 = now_s() + 0.05;
+    pthread_t th;
+    if (pthread_create(&th, NULL, lat_feed, &L) != 0) {
+        perror("bench-gating: feeder");
+        return 1;
+    }
+    pthread_join(th, NULL);
+    double end = now_s() + 30;
+    for (;;) {
+        pthread_mutex_lock(&L.mu);
+        long done = L.done;
+        pthread_mutex_unlock(&L.mu);
+        if (done >= L.n || now_s() >= end)
+            break;
+        usleep(10000);
+    }
+    tly_ctrl_stop(c);
+    double *ms = tly_xmalloc(((size_t)L.n + 1) * sizeof *ms);
+    long m = 0;
+    for (long i = 0; i < L.n; i++)
+        if (L.ungated[i] > 0)
+            ms[m++] = (L.ungated[i] - L.applied[i]) * 1e3;
+    qsort(ms, (size_t)m, sizeof *ms, cmp_double);
+    printf("latency: rate %.0f pods/s for %.0f s (qps %.0f, burst %d): %ld of %ld ungated; create -> ungate "
+           "p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+           rate, secs, qps, burst, m, L.n, m ? ms[m / 2] : 0, m ? ms[(size_t)((double)m * 0.99)] : 0,
+           m ? ms[m - 1] : 0);
+    int rc = m == L.n ? 0 : 1;
+    free(ms);
+    free(L.applied);
+    free(L.ungated);
+    tly_arena_destroy(L.a);
+    tly_kube_destroy(k);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     int cycles = 5, i = 1;
     long reserved = -1;
     bool steady = false;
+    double lat_rate = 0, lat_secs = 0, qps = 5000;
+    int burst = 10000;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (!strcmp(argv[i], "--cycles") && i + 1 < argc)
             cycles = atoi(argv[++i]);
@@ -492,11 +685,21 @@ int main(int argc, char **argv)
             reserved = atol(argv[++i]);
         else if (!strcmp(argv[i], "--steady"))
             steady = true;
+        else if (!strcmp(argv[i], "--latency") && i + 2 < argc) {
+            lat_rate = atof(argv[++i]);
+            lat_secs = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "--qps") && i + 1 < argc)
+            qps = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--burst") && i + 1 < argc)
+            burst = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--server-delay-ms") && i + 1 < argc)
+            DELAY_US = (long)(atof(argv[++i]) * 1000);
         else
             break;
     }
     if (argc - i != 3 || cycles < 1) {
-        fprintf(stderr, "usage: bench-gating [--cycles N] [--steady] [--reserved N] NODES RUNNING BACKLOG\n");
+        fprintf(stderr, "usage: bench-gating [--cycles N] [--steady] [--reserved N] [--latency RATE SECONDS "
+                        "[--qps Q] [--burst B] [--server-delay-ms D]] NODES RUNNING BACKLOG\n");
         return 2;
     }
     long nodes = atol(argv[i]), running = atol(argv[i + 1]), backlog = atol(argv[i + 2]);
@@ -514,7 +717,14 @@ int main(int argc, char **argv)
            "pods in %ld workloads (%ld gangs of %d), %ld reserved; built in %.1f s\n",
            nodes, running, DEPTS + LEAVES, LEAVES, LEAVES - LEAVES / ROOM_EVERY, sh.pods, sh.workloads, sh.gangs,
            GANG, reserved, now_s() - t0);
-    tly_kube *k = steady ? stand_in() : NULL;
+    if (lat_rate > 0 && lat_secs > 0) {
+        int rc = run_latency(l, lat_rate, lat_secs, qps, burst);
+        free(sh.adm);
+        tly_live_destroy(l);
+        tly_arena_destroy(A);
+        return rc;
+    }
+    tly_kube *k = steady ? stand_in(0, 0) : NULL;
     tly_gatectl *g = tly_gatectl_create(k, 600000, "bench", NULL, NULL);
     runner r = {.l = l, .g = g, .sh = &sh, .steady = steady, .cycles = cycles,
                 .ms = tly_xmalloc((size_t)cycles * sizeof(double))};
