@@ -21,33 +21,25 @@
 #define DEFAULT_QUEUE_LABEL "kai.scheduler/queue"
 #define DEFAULT_QUEUE "default-queue"
 
-static tly_store *store_create(size_t block)
+/* A store with arena blocks of `block` bytes and names (NULL: a table of its own). */
+static tly_store *store_create(size_t block, tly_names *names)
 {
     tly_store *s = tly_xcalloc(1, sizeof *s);
     s->arena = tly_arena_create(block);
-    s->names = tly_names_create();
+    s->names = names ? names : tly_names_create();
     s->diags = tly_diags_create();
     tly_strmap_init(&s->byname);
     pthread_mutex_init(&s->derived_mu, NULL);
     pthread_mutex_init(&s->list_mu, NULL);
     s->clock = TLY_NO_TIME;
-    s->own_names = true;
+    s->own_names = !names;
     return s;
 }
 
-tly_store *tly_store_create(void) { return store_create(1 << 20); }
+tly_store *tly_store_create(void) { return store_create(1 << 20, NULL); }
 
 /* 16 KiB: a 4 KB pod and its strings in one or two blocks, all under the mmap threshold. */
-tly_store *tly_store_create_one(tly_names *names)
-{
-    tly_store *s = store_create(16 * 1024);
-    if (names) {
-        tly_names_destroy(s->names);
-        s->names = names;
-        s->own_names = false;
-    }
-    return s;
-}
+tly_store *tly_store_create_one(tly_names *names) { return store_create(16 * 1024, names); }
 
 tly_store *tly_store_create_view(const tly_store_backend *b, void *ctx, tly_names *names,
                                  const tly_config *config, const char *scheduler_name)
