@@ -16,6 +16,7 @@
 */
 #include "tally/queues.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@ typedef struct {
 } qnode;
 
 struct tly_queues {
+    atomic_int refs;           /* tly_queues_retain */
     tly_store *s;
     tly_arena *a;
     qnode *q;
@@ -111,6 +113,7 @@ static uint32_t acc_lower_bound(const tly_queues *qs, const char *name)
 tly_queues *tly_queues_create(tly_store *s)
 {
     tly_queues *qs = tly_xcalloc(1, sizeof *qs);
+    atomic_init(&qs->refs, 1);
     qs->s = s;
     qs->a = tly_arena_create(64 * 1024);
     qs->n = tly_store_count(s, TLY_K_QUEUE);
@@ -202,9 +205,15 @@ tly_queues *tly_queues_create(tly_store *s)
     return qs;
 }
 
+tly_queues *tly_queues_retain(tly_queues *qs)
+{
+    atomic_fetch_add(&qs->refs, 1);
+    return qs;
+}
+
 void tly_queues_destroy(tly_queues *qs)
 {
-    if (!qs)
+    if (!qs || atomic_fetch_sub(&qs->refs, 1) != 1)
         return;
     for (uint32_t i = 0; i < qs->n; i++) {
         tly_rvec_free(&qs->q[i].alloc);

@@ -448,6 +448,28 @@ static void compare_with_file(tly_store *fork)
 /* The file store's resize ledger, made the way resize.c makes it from the pods. */
 static void *build_like_file(tly_store *s) { return tly_resize_ledger_build(s); }
 
+/*
+** After every event: the resize ledger a fork is handed (kept by the live
+** state for every fork of its generation, live.c b_derived) equals one built
+** from the fork's own pods. Fails if an event that changes the ledger left
+** the generation where it was, so that a fork got an older one.
+*/
+static void shared_ledger_is_current(tly_live *l)
+{
+    tly_store *f = tly_live_fork(l);
+    const tly_queues *lq = tly_store_derived(f, TLY_DERIVED_RESIZE_LEDGER, no_build, NULL);
+    tly_queues *fq = tly_resize_ledger_build(f);
+    assert_int_equal(tly_queues_count(lq), tly_queues_count(fq));
+    for (uint32_t q = 0; q < tly_queues_count(fq); q++)
+        for (int r = TLY_QR_CPU; r <= TLY_QR_MEMORY; r++)
+            for (int np = 0; np < 2; np++)
+                if (tly_qty_cmp(tly_queues_used(lq, q, r, np), tly_queues_used(fq, q, r, np)))
+                    fail_msg("queue %s: the shared resize ledger is not the fork's",
+                             tly_queues_queue(fq, q)->meta.name);
+    tly_queues_destroy(fq);
+    tly_store_destroy(f);
+}
+
 static long events_wanted(void)
 {
     const char *e = getenv("TALLY_LIVE_EVENTS");
@@ -467,9 +489,15 @@ static void random_sequences(void **state)
         int d = tly_live_check(l, why, sizeof why);
         if (d)
             fail_msg("event %ld: %s", i, why);
+        shared_ledger_is_current(l);
         if (i % 50 == 0) {
             tly_store *f = tly_live_fork(l);
             compare_with_file(f);
+            /* A second fork of the same moment shares the first one's ledger. */
+            tly_store *f2 = tly_live_fork(l);
+            assert_ptr_equal(tly_store_derived(f2, TLY_DERIVED_RESIZE_LEDGER, no_build, NULL),
+                             tly_store_derived(f, TLY_DERIVED_RESIZE_LEDGER, no_build, NULL));
+            tly_store_destroy(f2);
             if (held) {
                 /* A fork held across 50 events still shows what it showed. */
                 assert_int_equal(tly_store_count(held, TLY_K_POD), held_count);

@@ -100,6 +100,13 @@ typedef struct {
 } tly_qverdict;
 
 tly_queues *tly_queues_create(tly_store *s);
+/*
+** Another reference to qs, for a set that several readers share (the live
+** state's resize ledger, one per version: live.c). Each reference is given
+** back with tly_queues_destroy(); the last one frees. Readers of a shared
+** set only read it.
+*/
+tly_queues *tly_queues_retain(tly_queues *qs);
 void tly_queues_destroy(tly_queues *qs);
 
 /* Index of a queue by name, or -1. */
