@@ -175,18 +175,67 @@ printf '%-34s %10s %14s %14s %8s\n' "webhook p99 latency (ms, vs nginx)" "$size"
   "$tp" "$np" "$(awk -v a="$tp" -v b="$np" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
 
 # The fixed-rate load: bench-rate's line for each server, and the p99 row.
-[ "$RATE" != 0 ] || exit 0
 fixed() {
   timeout $((SECS + 40)) build-bench/bench-rate --cacert "$tmp/ca.crt" \
     "https://127.0.0.1:$1/validate/pods-resize" "$tmp/review.json" "$RATE" "$SECS"
 }
-ft=$(fixed "$TPORT") || echo "bench-webhook: bench-rate against tally: $ft" >&2
-fn=$(fixed "$NPORT") || echo "bench-webhook: bench-rate against nginx: $fn" >&2
-echo "bench-webhook: fixed rate, tally: $ft" >&2
-echo "bench-webhook: fixed rate, nginx: $fn" >&2
+if [ "$RATE" != 0 ]; then
+  ft=$(fixed "$TPORT") || echo "bench-webhook: bench-rate against tally: $ft" >&2
+  fn=$(fixed "$NPORT") || echo "bench-webhook: bench-rate against nginx: $fn" >&2
+  echo "bench-webhook: fixed rate, tally: $ft" >&2
+  echo "bench-webhook: fixed rate, nginx: $fn" >&2
+fi
 q() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" <<<"$1"; }
-for f in p50_ms p99_ms; do
+[ "$RATE" != 0 ] && for f in p50_ms p99_ms; do
   a=$(q "$ft" "$f"); b=$(q "$fn" "$f")
   printf '%-34s %10s %14s %14s %8s\n' "webhook ${f%_ms} at ${RATE}/s (ms, vs nginx)" "${PODS}p/8c" \
     "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
 done
+
+# WEBBENCH_LIVE=1 (the default; 0 leaves it out): the same reviews against `tally serve --kubeconfig`,
+# the state held by the test API server (tests/kube/apiserver.py) and followed by watches: a review
+# then decides on a fork of the live state (docs/live.md). Its rows compare with nginx's of this run.
+[ "${WEBBENCH_LIVE:-1}" != 0 ] || exit 0
+mkdir "$tmp/api"
+python3 tests/kube/apiserver.py --dir "$tmp/api" >"$tmp/api.log" 2>&1 &
+pids+=("$!")
+for _ in $(seq 100); do [ -s "$tmp/api/ready.json" ] && break; sleep 0.1; done
+[ -s "$tmp/api/ready.json" ] || { echo "bench-webhook: the test API server did not start: $(cat "$tmp/api.log")" >&2; exit 1; }
+API_URL=$(jq -r .url "$tmp/api/ready.json")
+API_CA=$(jq -r .ca "$tmp/api/ready.json")
+KC="$tmp/api/kubeconfig"
+# kubectl parses the YAML state (as a user's `kubectl apply` would); the objects go in with one put.
+kubectl --kubeconfig "$KC" create --validate=false --dry-run=client -o json -f "$tmp/state/state.yaml" |
+  jq -s '{objects: [.[] | if .kind == "List" then .items[] else . end]}' >"$tmp/put.json"
+curl -sf --max-time 120 --cacert "$API_CA" -X POST -H 'Content-Type: application/json' \
+  --data-binary @"$tmp/put.json" "$API_URL/_test/put" >/dev/null ||
+  { echo "bench-webhook: could not put the state into the test API server" >&2; exit 1; }
+"$TALLY" serve --listen 127.0.0.1:0 --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key" \
+  --kubeconfig "$KC" 2>"$tmp/live.log" &
+pids+=("$!")
+LPORT=
+for _ in $(seq 300); do
+  LPORT=$(sed -n 's/.*event=listening .*port=\([0-9]*\).*/\1/p' "$tmp/live.log" | head -1)
+  [ -n "$LPORT" ] && break
+  sleep 0.1
+done
+[ -n "$LPORT" ] || { echo "bench-webhook: tally serve --kubeconfig did not start: $(tail -5 "$tmp/live.log")" >&2; exit 1; }
+ready "https://127.0.0.1:$LPORT/readyz"
+out=$(curl -sS --max-time 10 --cacert "$tmp/ca.crt" -H 'Content-Type: application/json' \
+  --data-binary @"$tmp/review.json" "https://127.0.0.1:$LPORT/validate/pods-resize")
+grep -q '"allowed": *true' <<<"$out" || { echo "bench-webhook: unexpected live answer: $out" >&2; exit 1; }
+l=$(run "$LPORT")
+e=$(errors "$l")
+[ -z "$e" ] || echo "bench-webhook: tally (live): $e" >&2
+lr=$(rps "$l"); lp=$(p99 "$l")
+printf '%-34s %10s %14s %14s %8s\n' "webhook resize reviews, live state (req/s, vs nginx)" "$size" \
+  "$lr" "$nr" "$(awk -v a="$lr" -v b="$nr" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+printf '%-34s %10s %14s %14s %8s\n' "webhook p99 latency, live state (ms, vs nginx)" "$size" \
+  "$lp" "$np" "$(awk -v a="$lp" -v b="$np" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
+if [ "$RATE" != 0 ]; then
+  fl=$(fixed "$LPORT") || echo "bench-webhook: bench-rate against tally (live): $fl" >&2
+  echo "bench-webhook: fixed rate, tally (live): $fl" >&2
+  a=$(q "$fl" p99_ms); b=$(q "$fn" p99_ms)
+  printf '%-34s %10s %14s %14s %8s\n' "webhook p99 at ${RATE}/s, live state (ms, vs nginx)" "${PODS}p/8c" \
+    "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
+fi
