@@ -67,6 +67,7 @@ static void pods(unsigned long n)
         int gpu = pick(3) == 0;
         int bound = strcmp(phase, "Pending") != 0;
         unsigned node = pick(5000);
+        /* A Job's four pods: job-<i/4>-<suffix>, the suffix in a quarter of its own (never two alike). */
         printf("%s    {\n"
                "      \"apiVersion\": \"v1\",\n"
                "      \"kind\": \"Pod\",\n"
@@ -85,7 +86,7 @@ static void pods(unsigned long n)
                "        \"schedulerName\": \"kai-scheduler\",\n"
                "        \"priorityClassName\": \"train\",\n"
                "        \"priority\": 50,\n",
-               i ? ",\n" : "", i / 4, pick(100000), q, (uint64_t)(rnd() & 0xffffffffu), pick(0x10000),
+               i ? ",\n" : "", i / 4, (unsigned)(i % 4) * 25000u + pick(25000), q, (uint64_t)(rnd() & 0xffffffffu), pick(0x10000),
                pick(0x1000), pick(0x1000), (uint64_t)(rnd() & 0xffffffffffffull), 1 + pick(28), pick(24),
                pick(60), pick(60), q, i / 4, i / 4, i / 4, rnd());
         if (bound)
