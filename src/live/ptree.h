@@ -6,10 +6,10 @@
 ** order; an interior node holds up to TLY_PTREE_FAN children and, before
 ** each child but the first, a separator (the child's keys are >= it, the
 ** previous child's below it). Every node but the root is at least half
-** full and every leaf is at the same depth, so 100,000 keys are four or
-** five nodes deep, where a binary tree was about seventeen (a cache miss
+** full and every leaf is at the same depth, so 100,000 keys are five
+** levels deep, where a binary tree was about seventeen (a cache miss
 ** each). Each node keeps the count of entries under it, so the i-th key
-** is found without a scan and a fork can be read in key order.
+** is found by one walk from the root and a fork can be read in key order.
 **
 ** The writer changes a tree copy-on-write per node: nodes born in the
 ** current epoch are changed in place, older ones (which a fork may see)
