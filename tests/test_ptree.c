@@ -1,12 +1,13 @@
 /*
-** test_ptree.c: the live state's persistent treap and epochs
+** test_ptree.c: the live state's persistent B-tree and epochs
 ** (src/live/ptree.h, src/live/epoch.h).
 **
-** Random puts and deletes are checked against a plain sorted reference
-** after every step; forks are taken at random moments, kept while the
-** writer goes on, and checked to still hold exactly what they held when
-** taken (under ASan a node freed too early is a use-after-free). Released
-** forks let the writer reclaim; with none alive, nothing stays retired.
+** Random puts and deletes are checked against a plain reference (and the
+** tree's invariants: keys in order, fill bounds, counts, leaves at one
+** depth); forks are taken at random moments, kept while the writer goes
+** on, and checked to still hold exactly what they held when taken (under
+** ASan a node or key freed too early is a use-after-free). Released forks
+** let the writer reclaim; with none alive, nothing stays retired.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,12 +61,15 @@ static void expect_equal(const tly_ptree *t, const int *ref)
     assert_int_equal(tly_ptree_count(t), n);
     const char *prev = NULL;
     for (uint32_t i = 0; i < n; i++) {
-        const tly_ptree *x = tly_ptree_at(t, i);
-        assert_non_null(x);
+        const char *k;
+        void *v;
+        assert_true(tly_ptree_at(t, i, &k, &v));
+        assert_ptr_equal(v, tly_ptree_get(t, k));
         if (prev)
-            assert_true(strcmp(prev, x->key) < 0);
-        prev = x->key;
+            assert_true(strcmp(prev, k) < 0);
+        prev = k;
     }
+    assert_false(tly_ptree_at(t, n, NULL, NULL));
 }
 
 static void random_ops_with_forks(void **state)
@@ -121,44 +125,153 @@ static void random_ops_with_forks(void **state)
     tly_epochs_destroy(&e);
 }
 
-/* The same key set gives the same shape, whatever the order of events. */
-static void shape_follows_key_set(void **state)
+/* Keys of several shapes: shorter than the 8-byte prefix, equal to it, sharing it, and long. */
+static void mixed_key(int i, char *buf)
+{
+    static const char *const fmt[] = {"%d", "k%06d", "ns-%02d\x1fp%d", "team-a\x1fworker-%05d-xyz"};
+    snprintf(buf, 48, fmt[i % 4], i % 4 == 2 ? i % 7 : i, i);
+}
+
+static int count_each(void *ctx, const char *key, void *val)
+{
+    (void)key;
+    (void)val;
+    (*(uint32_t *)ctx)++;
+    return 0;
+}
+
+/*
+** Ascending, descending and interleaved runs split, lend and merge nodes
+** at every level; the invariants hold after every single change.
+*/
+static void invariants_hold_through_splits_and_merges(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    tly_epochs e;
+    tly_epochs_init(&e);
+    tly_ptree *t = NULL;
+    char key[48];
+    void *old;
+    for (int i = 0; i < N; i++) {
+        mixed_key(i, key);
+        t = tly_ptree_put(&e, t, key, (void *)(intptr_t)(i + 1), &old);
+        assert_null(old);
+        assert_true(tly_ptree_check(t));
+    }
+    assert_int_equal(tly_ptree_count(t), N);
+    for (int i = 0; i < N; i++) {
+        mixed_key(i, key);
+        assert_int_equal((intptr_t)tly_ptree_get(t, key), i + 1);
+    }
+    /* Every other key from the top down, then the rest from the bottom up. */
+    for (int i = N - 1; i >= 0; i -= 2) {
+        mixed_key(i, key);
+        t = tly_ptree_del(&e, t, key, &old);
+        assert_int_equal((intptr_t)old, i + 1);
+        assert_true(tly_ptree_check(t));
+    }
+    uint32_t seen = 0;
+    tly_ptree_each(t, count_each, &seen);
+    assert_int_equal(seen, N / 2);
+    assert_int_equal(tly_ptree_count(t), N / 2);
+    for (int i = 0; i < N; i += 2) {
+        mixed_key(i, key);
+        t = tly_ptree_del(&e, t, key, &old);
+        assert_int_equal((intptr_t)old, i + 1);
+        assert_true(tly_ptree_check(t));
+    }
+    assert_null(t);
+    tly_epochs_destroy(&e);
+}
+
+/* A fork, then one change in a tree of 10,000 keys: one node copied per level, no more. */
+static void a_change_copies_one_path(void **state)
 {
     (void)state;
     tly_epochs e;
     tly_epochs_init(&e);
-    tly_ptree *a = NULL, *b = NULL;
+    tly_ptree *t = NULL;
     char key[32];
     void *old;
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 10000; i++) {
         key_of(i, key);
-        a = tly_ptree_put(&e, a, key, (void *)1, &old);
-        key_of(99 - i, key);
-        b = tly_ptree_put(&e, b, key, (void *)1, &old);
+        t = tly_ptree_put(&e, t, key, (void *)(intptr_t)(i + 1), &old);
     }
-    for (int i = 0; i < 100; i += 3) {
-        key_of(i, key);
-        a = tly_ptree_del(&e, a, key, &old);
+    size_t depth = 1;
+    for (const tly_ptree *x = t; !x->leaf; x = x->p[0])
+        depth++;
+    assert_true(depth <= 5);
+    uint64_t f = tly_epochs_fork(&e);
+    tly_ptree *snap = t;
+    key_of(5000, key);
+    /* The value it has: nothing changes, nothing is copied. */
+    assert_ptr_equal(tly_ptree_put(&e, t, key, (void *)5001, &old), t);
+    assert_int_equal((intptr_t)old, 5001);
+    assert_int_equal(tly_epochs_pending(&e), 0);
+    t = tly_ptree_put(&e, t, key, (void *)7, &old);
+    assert_int_equal(tly_epochs_pending(&e), depth);
+    assert_int_equal((intptr_t)tly_ptree_get(snap, key), 5001);
+    /* The same path again: born in this epoch now, changed in place. */
+    t = tly_ptree_put(&e, t, key, (void *)8, &old);
+    assert_int_equal(tly_epochs_pending(&e), depth);
+    tly_epochs_release(&e, f);
+    tly_epochs_reclaim(&e);
+    assert_true(tly_ptree_check(t));
+    tly_ptree_free(&e, t);
+    tly_epochs_destroy(&e);
+}
+
+/* Ranges [lo, hi) against a filter of the whole, at bounds on and between keys. */
+typedef struct {
+    const char *lo, *hi;
+    uint32_t n, inside;
+    const char *prev;
+} range_ctx;
+
+static int in_range(void *ctx, const char *key, void *val)
+{
+    (void)val;
+    range_ctx *r = ctx;
+    r->inside += strcmp(key, r->lo) >= 0 && (!r->hi || strcmp(key, r->hi) < 0);
+    return 0;
+}
+
+static int counted(void *ctx, const char *key, void *val)
+{
+    (void)val;
+    range_ctx *r = ctx;
+    assert_true(strcmp(key, r->lo) >= 0 && (!r->hi || strcmp(key, r->hi) < 0));
+    if (r->prev)
+        assert_true(strcmp(r->prev, key) < 0);
+    r->prev = key;
+    r->n++;
+    return 0;
+}
+
+static void ranges_match_a_filter(void **state)
+{
+    (void)state;
+    tly_epochs e;
+    tly_epochs_init(&e);
+    tly_ptree *t = NULL;
+    char key[48], lo[48], hi[48];
+    void *old;
+    for (int i = 0; i < 1500; i += 1 + (int)(rnd() % 3)) {
+        mixed_key(i, key);
+        t = tly_ptree_put(&e, t, key, (void *)1, &old);
     }
-    for (int i = 99; i >= 0; i--) {
-        if (i % 3 == 0) {
-            key_of(i, key);
-            b = tly_ptree_del(&e, b, key, &old);
-        }
+    for (int round = 0; round < 300; round++) {
+        mixed_key((int)(rnd() % 1600), lo);
+        mixed_key((int)(rnd() % 1600), hi);
+        if (round % 3 == 0)
+            strcat(lo, "\x1f");   /* between keys */
+        range_ctx want = {lo, round % 5 ? hi : NULL, 0, 0, NULL}, got = want;
+        tly_ptree_each(t, in_range, &want);
+        tly_ptree_range(t, lo, got.hi, counted, &got);
+        assert_int_equal(got.n, want.inside);
     }
-    assert_int_equal(tly_ptree_count(a), tly_ptree_count(b));
-    /* Same root key and same left-subtree sizes all the way down the left spine. */
-    const tly_ptree *x = a, *y = b;
-    while (x && y) {
-        assert_string_equal(x->key, y->key);
-        assert_int_equal(x->size, y->size);
-        x = x->l;
-        y = y->l;
-    }
-    assert_null(x);
-    assert_null(y);
-    tly_ptree_free(&e, a);
-    tly_ptree_free(&e, b);
+    tly_ptree_free(&e, t);
     tly_epochs_destroy(&e);
 }
 
@@ -251,7 +364,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reclaimed_nodes_are_reused),
         cmocka_unit_test(random_ops_with_forks),
-        cmocka_unit_test(shape_follows_key_set),
+        cmocka_unit_test(invariants_hold_through_splits_and_merges),
+        cmocka_unit_test(a_change_copies_one_path),
+        cmocka_unit_test(ranges_match_a_filter),
         cmocka_unit_test(fork_is_frozen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

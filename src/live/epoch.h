@@ -27,8 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Size classes of kept tree nodes: 16, 32, ... 256 bytes. */
-#define TLY_EPOCH_SPARE_CLASSES 16
+/*
+** Size classes of kept tree blocks: 16, 32, ... 512 bytes (a B-tree node,
+** ptree.h, is 400 bytes; its keys are small blocks of their own).
+*/
+#define TLY_EPOCH_SPARE_CLASSES 32
 /* Nodes kept per class, at most (bounds what a burst of deletions leaves behind). */
 #define TLY_EPOCH_SPARE_MAX 16384
 
@@ -61,10 +64,10 @@ typedef struct {
     size_t nret, capret, retfirst;
     uint64_t freed;       /* items freed so far (tests, metrics) */
     /*
-    ** Tree nodes freed here, kept for the writer's next copies (ptree.c),
-    ** by size in 16-byte classes: a put copies a path of nodes and their
-    ** originals come back a few events later, so reusing them saves a
-    ** malloc and a free per node. The writer's alone, like `ret`.
+    ** Tree nodes and keys freed here, kept for the writer's next copies
+    ** (ptree.c), by size in 16-byte classes: a put copies a path of nodes
+    ** and their originals come back a few events later, so reusing them
+    ** saves a malloc and a free per node. The writer's alone, like `ret`.
     */
     tly_spares spare[TLY_EPOCH_SPARE_CLASSES];
 } tly_epochs;

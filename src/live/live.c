@@ -368,8 +368,8 @@ static const tly_store_backend head_backend = {
 
 static const tly_config *first_config(const tly_ptree *configs)
 {
-    const tly_ptree *n = tly_ptree_count(configs) ? tly_ptree_at(configs, 0) : NULL;
-    return n ? (const tly_config *)((const lobj *)n->val)->m : NULL;
+    void *val;
+    return tly_ptree_at(configs, 0, NULL, &val) ? (const tly_config *)((const lobj *)val)->m : NULL;
 }
 
 /* ---- life -------------------------------------------------------------------------- */
