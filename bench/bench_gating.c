@@ -663,11 +663,16 @@ static int run_latency(tly_live *l, double rate, double secs, double qps, int bu
            rate, secs, qps, burst, m, L.n, m ? ms[m / 2] : 0, m ? ms[(size_t)((double)m * 0.99)] : 0,
            m ? ms[m - 1] : 0);
     int rc = m == L.n ? 0 : 1;
+    tly_kube_destroy(k);
+    /* No request can come now (the controller stopped, its client is gone): unhook L. */
+    pthread_mutex_lock(&L.mu);
+    REQ_HOOK = NULL;
+    LAT = NULL;
+    pthread_mutex_unlock(&L.mu);
     free(ms);
     free(L.applied);
     free(L.ungated);
     tly_arena_destroy(L.a);
-    tly_kube_destroy(k);
     return rc;
 }
 
