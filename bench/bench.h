@@ -6,6 +6,7 @@
 #ifndef TALLY_BENCH_H
 #define TALLY_BENCH_H
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -19,6 +20,13 @@ static inline double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Heap bytes in use (glibc's mallinfo2, every arena): chunks handed out plus mmapped ones. */
+static inline long long bench_heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return (long long)(mi.uordblks + mi.hblkhd);
 }
 
 /*

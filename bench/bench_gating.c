@@ -551,19 +551,15 @@ static void lat_request(const char *req)
 {
     static const char pre[] = "PATCH /api/v1/namespaces/ns-lat/pods/lat-";
     double t = now_s();
+    char *end = NULL;
+    long k = strncmp(req, pre, sizeof pre - 1) ? -1 : strtol(req + sizeof pre - 1, &end, 10);
+    bool ungate = k >= 0 && k < LAT->n && *end == ' ';
+    char buf[8192];
+    if (ungate)
+        lat_pod(buf, sizeof buf, k, RESERVED);
     pthread_mutex_lock(&LAT->mu);
     LAT->last_req = t;
-    pthread_mutex_unlock(&LAT->mu);
-    if (strncmp(req, pre, sizeof pre - 1))
-        return;
-    char *end;
-    long k = strtol(req + sizeof pre - 1, &end, 10);
-    if (*end != ' ' || k < 0 || k >= LAT->n)
-        return;
-    char buf[8192];
-    lat_pod(buf, sizeof buf, k, RESERVED);
-    pthread_mutex_lock(&LAT->mu);
-    if (LAT->ungated[k] == 0) {
+    if (ungate && LAT->ungated[k] == 0) {
         LAT->ungated[k] = t;
         LAT->done++;
         apply_in(LAT->l, buf, LAT->a);

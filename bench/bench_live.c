@@ -29,7 +29,6 @@
 ** take a fork, tly_admit_review() on it, release it. The same run with no
 ** events is the baseline; both print p50/p99/max.
 */
-#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -235,18 +234,11 @@ static void small(tly_live *l, tly_arena *a, const char *json)
 }
 
 /* The cluster: queues, a PriorityClass, an AccountedResource, nodes, and `pods` running pods. */
-/* Heap bytes in use (glibc's mallinfo2, every arena): chunks handed out plus mmapped ones. */
-static long long heap_in_use(void)
-{
-    struct mallinfo2 mi = mallinfo2();
-    return (long long)(mi.uordblks + mi.hblkhd);
-}
-
 static void build_cluster(tly_live *l, tly_arena *a, long pods)
 {
     char buf[16384];
     long nodes = pods / NODES_PER + 1;
-    long long heap0 = heap_in_use();
+    long long heap0 = bench_heap_in_use();
     for (long q = 0; q < QUEUES; q++) {
         snprintf(buf, sizeof buf,
                  "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"q%02ld\"},"
@@ -280,7 +272,7 @@ static void build_cluster(tly_live *l, tly_arena *a, long pods)
     printf("sync: %ld pods (%.0f bytes each as ADDED events) applied in %.2f s: %.0f pods/s\n", pods,
            (double)bytes / (double)pods, sync, (double)pods / sync);
     /* The live state's memory: objects, indexes, ledger, and what the epochs still hold. */
-    long long heap = heap_in_use() - heap0;
+    long long heap = bench_heap_in_use() - heap0;
     printf("heap: %.1f MB for the live state of %ld pods and %ld nodes: %.0f bytes a pod (its node's "
            "share and the indexes included)\n",
            (double)heap / 1e6, pods, nodes, (double)heap / (double)pods);

@@ -20,7 +20,6 @@
 ** and the sizes of the structs that make up a node and a pod.
 */
 #include <limits.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +32,6 @@
 #include "bench.h"
 
 static char gen_path[PATH_MAX];
-
-static long long heap_in_use(void)
-{
-    struct mallinfo2 mi = mallinfo2();
-    return (long long)(mi.uordblks + mi.hblkhd);
-}
 
 /* The output of `tally-gen WHAT N 42` in a malloc'd buffer. */
 static char *generate(const char *what, unsigned n, size_t *len)
@@ -73,12 +66,12 @@ typedef struct {
 static footprint measure(const char *what, int kind, unsigned n)
 {
     footprint f;
-    long long before = heap_in_use();
+    long long before = bench_heap_in_use();
     size_t len;
     char *text = generate(what, n, &len);
     /* The native JSON reader, as `tally` reads a .json file (libfyaml took minutes at 2M pods). */
     tly_store *s = bench_load_as("bench-mem", "bench.json", text, len);
-    f.heap = heap_in_use() - before;
+    f.heap = bench_heap_in_use() - before;
     f.arena = (long long)tly_arena_used(tly_store_arena(s));
     f.input = (long long)len;
     if (tly_store_count(s, kind) != n) {

@@ -63,18 +63,26 @@ build-bench/bench-resize --review >"$tmp/review.json"
   printf 'wrk.body = [==[%s]==]\n' "$(cat "$tmp/review.json")"
 } >"$tmp/post.lua"
 
-# tally serve on a port the kernel picks (read back from the `listening` line).
-"$TALLY" serve --listen 127.0.0.1:0 --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key" \
-  --state "$tmp/state" 2>"$tmp/tally.log" &
-pids+=("$!")
-TPORT=
-for _ in $(seq 300); do
-  TPORT=$(sed -n 's/.*event=listening .*port=\([0-9]*\).*/\1/p' "$tmp/tally.log" | head -1)
-  [ -n "$TPORT" ] && break
-  kill -0 "${pids[0]}" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$TPORT" ] || { echo "bench-webhook: tally serve did not start: $(cat "$tmp/tally.log")" >&2; exit 1; }
+# start_serve LOG ARGS...: tally serve ARGS on a port the kernel picks, read back from the
+# `listening` line of LOG into SERVE_PORT (run in this shell, so that its pid goes into pids).
+start_serve() {
+  local log=$1 pid
+  shift
+  "$TALLY" serve --listen 127.0.0.1:0 --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key" "$@" 2>"$log" &
+  pid=$!
+  pids+=("$pid")
+  SERVE_PORT=
+  for _ in $(seq 300); do
+    SERVE_PORT=$(sed -n 's/.*event=listening .*port=\([0-9]*\).*/\1/p' "$log" | head -1)
+    [ -n "$SERVE_PORT" ] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "bench-webhook: tally serve $* did not start: $(tail -5 "$log")" >&2
+  exit 1
+}
+start_serve "$tmp/tally.log" --state "$tmp/state"
+TPORT=$SERVE_PORT
 
 # nginx: its own config and prefix in $tmp, a static 200 AdmissionReview answer.
 NPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
@@ -123,13 +131,17 @@ ready() {
   echo "bench-webhook: $1 never answered 200 ($(cat "$tmp/tally.log" "$tmp/nginx/stderr" "$tmp/nginx/logs/error.log" 2>/dev/null | tail -5))" >&2
   exit 1
 }
+# allowed PORT: the review is answered allowed there, before any timing.
+allowed() {
+  local out
+  out=$(curl -sS --max-time 10 --cacert "$tmp/ca.crt" -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/review.json" "https://127.0.0.1:$1/validate/pods-resize")
+  grep -q '"allowed": *true' <<<"$out" || { echo "bench-webhook: unexpected answer on $1: $out" >&2; exit 1; }
+}
 ready "https://127.0.0.1:$TPORT/readyz"
 ready "https://127.0.0.1:$NPORT/"
-for port in "$TPORT" "$NPORT"; do
-  out=$(curl -sS --max-time 10 --cacert "$tmp/ca.crt" -H 'Content-Type: application/json' \
-    --data-binary @"$tmp/review.json" "https://127.0.0.1:$port/validate/pods-resize")
-  grep -q '"allowed": *true' <<<"$out" || { echo "bench-webhook: unexpected answer on $port: $out" >&2; exit 1; }
-done
+allowed "$TPORT"
+allowed "$NPORT"
 
 # run PORT: wrk's report on stdout. --timeout 10s so that slow answers are measured, not dropped.
 run() {
@@ -167,12 +179,15 @@ awk '$1 == "tally_admission_duration_seconds_sum{endpoint=\"pods-resize\"}" { s 
      END { if (c > 0) printf "bench-webhook: tally server-side decision time: %.2f ms mean over %d reviews\n", s * 1000 / c, c }' \
   <<<"$m" >&2
 
+# row LABEL SIZE TALLY NGINX DIGITS: one line in bench.sh's table format, with TALLY / NGINX.
+row() {
+  printf '%-34s %10s %14s %14s %8s\n' "$1" "$2" "$3" "$4" \
+    "$(awk -v a="$3" -v b="$4" -v d="$5" 'BEGIN { printf "%." d "f", (b > 0 ? a / b : 0) }')"
+}
 tr=$(rps "$t"); nr=$(rps "$n"); tp=$(p99 "$t"); np=$(p99 "$n")
 size="${PODS}p/${CONNS}c"
-printf '%-34s %10s %14s %14s %8s\n' "webhook resize reviews (req/s, vs nginx static 200)" "$size" \
-  "$tr" "$nr" "$(awk -v a="$tr" -v b="$nr" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
-printf '%-34s %10s %14s %14s %8s\n' "webhook p99 latency (ms, vs nginx)" "$size" \
-  "$tp" "$np" "$(awk -v a="$tp" -v b="$np" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
+row "webhook resize reviews (req/s, vs nginx static 200)" "$size" "$tr" "$nr" 3
+row "webhook p99 latency (ms, vs nginx)" "$size" "$tp" "$np" 1
 
 # The fixed-rate load: bench-rate's line for each server, and the p99 row.
 fixed() {
@@ -186,11 +201,11 @@ if [ "$RATE" != 0 ]; then
   echo "bench-webhook: fixed rate, nginx: $fn" >&2
 fi
 q() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" <<<"$1"; }
-[ "$RATE" != 0 ] && for f in p50_ms p99_ms; do
-  a=$(q "$ft" "$f"); b=$(q "$fn" "$f")
-  printf '%-34s %10s %14s %14s %8s\n' "webhook ${f%_ms} at ${RATE}/s (ms, vs nginx)" "${PODS}p/8c" \
-    "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
-done
+if [ "$RATE" != 0 ]; then
+  for f in p50_ms p99_ms; do
+    row "webhook ${f%_ms} at ${RATE}/s (ms, vs nginx)" "${PODS}p/8c" "$(q "$ft" "$f")" "$(q "$fn" "$f")" 1
+  done
+fi
 
 # WEBBENCH_LIVE=1 (the default; 0 leaves it out): the same reviews against `tally serve --kubeconfig`,
 # the state held by the test API server (tests/kube/apiserver.py) and followed by watches: a review
@@ -210,32 +225,17 @@ kubectl --kubeconfig "$KC" create --validate=false --dry-run=client -o json -f "
 curl -sf --max-time 120 --cacert "$API_CA" -X POST -H 'Content-Type: application/json' \
   --data-binary @"$tmp/put.json" "$API_URL/_test/put" >/dev/null ||
   { echo "bench-webhook: could not put the state into the test API server" >&2; exit 1; }
-"$TALLY" serve --listen 127.0.0.1:0 --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key" \
-  --kubeconfig "$KC" 2>"$tmp/live.log" &
-pids+=("$!")
-LPORT=
-for _ in $(seq 300); do
-  LPORT=$(sed -n 's/.*event=listening .*port=\([0-9]*\).*/\1/p' "$tmp/live.log" | head -1)
-  [ -n "$LPORT" ] && break
-  sleep 0.1
-done
-[ -n "$LPORT" ] || { echo "bench-webhook: tally serve --kubeconfig did not start: $(tail -5 "$tmp/live.log")" >&2; exit 1; }
+start_serve "$tmp/live.log" --kubeconfig "$KC"
+LPORT=$SERVE_PORT
 ready "https://127.0.0.1:$LPORT/readyz"
-out=$(curl -sS --max-time 10 --cacert "$tmp/ca.crt" -H 'Content-Type: application/json' \
-  --data-binary @"$tmp/review.json" "https://127.0.0.1:$LPORT/validate/pods-resize")
-grep -q '"allowed": *true' <<<"$out" || { echo "bench-webhook: unexpected live answer: $out" >&2; exit 1; }
+allowed "$LPORT"
 l=$(run "$LPORT")
 e=$(errors "$l")
 [ -z "$e" ] || echo "bench-webhook: tally (live): $e" >&2
-lr=$(rps "$l"); lp=$(p99 "$l")
-printf '%-34s %10s %14s %14s %8s\n' "webhook resize reviews, live state (req/s, vs nginx)" "$size" \
-  "$lr" "$nr" "$(awk -v a="$lr" -v b="$nr" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
-printf '%-34s %10s %14s %14s %8s\n' "webhook p99 latency, live state (ms, vs nginx)" "$size" \
-  "$lp" "$np" "$(awk -v a="$lp" -v b="$np" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
+row "webhook resize reviews, live state (req/s, vs nginx)" "$size" "$(rps "$l")" "$nr" 3
+row "webhook p99 latency, live state (ms, vs nginx)" "$size" "$(p99 "$l")" "$np" 1
 if [ "$RATE" != 0 ]; then
   fl=$(fixed "$LPORT") || echo "bench-webhook: bench-rate against tally (live): $fl" >&2
   echo "bench-webhook: fixed rate, tally (live): $fl" >&2
-  a=$(q "$fl" p99_ms); b=$(q "$fn" p99_ms)
-  printf '%-34s %10s %14s %14s %8s\n' "webhook p99 at ${RATE}/s, live state (ms, vs nginx)" "${PODS}p/8c" \
-    "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')"
+  row "webhook p99 at ${RATE}/s, live state (ms, vs nginx)" "${PODS}p/8c" "$(q "$fl" p99_ms)" "$(q "$fn" p99_ms)" 1
 fi
