@@ -5,7 +5,8 @@
 ** Random adds and removes over few groups and many members (so the tables
 ** grow, collide and shift entries back on removal) are checked against a
 ** plain membership matrix after every step: every group's members, sorted,
-** and the counts. Groups emptied must disappear.
+** and the counts. Groups emptied must disappear. Many one-member groups
+** check the groups table while a growth is being moved step by step.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -90,6 +91,53 @@ static void test_random_changes(void **state)
     tly_keyindex_free(ix);
 }
 
+/*
+** Many groups of one member, as PodGroups are: the groups table grows many
+** times, and each growth moves its old array a few runs per add. Lookups,
+** adds and removes in the middle of a move must all see one table: checked
+** after every step for the group touched and a few others, and in full
+** every 256 steps.
+*/
+#define BIGGROUPS 6000
+static void test_growth_in_steps(void **state)
+{
+    (void)state;
+    static bool ref[BIGGROUPS];
+    memset(ref, 0, sizeof ref);
+    tly_keyindex *ix = tly_keyindex_new();
+    char g[32];
+    uint32_t want = 0;
+    for (int step = 0; step < 60000; step++) {
+        int i = (int)(rnd() % BIGGROUPS);
+        /* Grow in bursts of adds, with removes between (they shift runs ahead of the move). */
+        bool add = (step / 7000) % 3 != 2 ? rnd() % 5 != 0 : rnd() % 5 == 0;
+        snprintf(g, sizeof g, "pg-%05d", i);
+        if (add)
+            tly_keyindex_add(ix, g, "m");
+        else
+            tly_keyindex_del(ix, g, "m");
+        want += add && !ref[i];
+        want -= !add && ref[i];
+        ref[i] = add;
+        assert_int_equal(tly_keyindex_has(ix, g, "m"), add);
+        for (int k = 0; k < 8; k++) {
+            int o = (int)(rnd() % BIGGROUPS);
+            snprintf(g, sizeof g, "pg-%05d", o);
+            assert_int_equal(tly_keyindex_has(ix, g, "m"), ref[o]);
+        }
+        assert_int_equal(tly_keyindex_groups(ix), want);
+        if (step % 256 == 0) {
+            for (int o = 0; o < BIGGROUPS; o++) {
+                snprintf(g, sizeof g, "pg-%05d", o);
+                const char **v;
+                assert_int_equal(tly_keyindex_members(ix, g, &v), ref[o]);
+                free(v);
+            }
+        }
+    }
+    tly_keyindex_free(ix);
+}
+
 static void test_empty_group_goes(void **state)
 {
     (void)state;
@@ -113,6 +161,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_changes),
+        cmocka_unit_test(test_growth_in_steps),
         cmocka_unit_test(test_empty_group_goes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -359,6 +359,68 @@ static void reclaimed_nodes_are_reused(void **state)
     tly_epochs_destroy(&e);
 }
 
+/* Counts what the epochs free, and checks that they free in retiring order. */
+typedef struct {
+    int freed;
+    int next;   /* the sequence number the next freed item must carry */
+} free_log;
+
+static void log_free(void *p, void *ctx)
+{
+    free_log *lg = ctx;
+    assert_int_equal(*(int *)p, lg->next);
+    lg->next++;
+    lg->freed++;
+    free(p);
+}
+
+static void retire_seq(tly_epochs *e, free_log *lg, int seq)
+{
+    int *p = malloc(sizeof *p);
+    *p = seq;
+    tly_epochs_retire(e, p, 0, log_free, lg);
+}
+
+/*
+** The retired queue across many of its blocks: while a fork is alive
+** nothing it may see is freed, however much piles up; releasing the older
+** of two forks frees exactly what only it could see; everything is freed
+** oldest first.
+*/
+static void retired_queue_spans_blocks(void **state)
+{
+    (void)state;
+    tly_epochs e;
+    tly_epochs_init(&e);
+    free_log lg = {0, 0};
+    uint64_t f1 = tly_epochs_fork(&e);
+    int seq = 0;
+    for (; seq < 5 * TLY_EPOCH_RET_BLOCK + 17; seq++)
+        retire_seq(&e, &lg, seq);
+    tly_epochs_reclaim(&e);
+    assert_int_equal(lg.freed, 0);
+    uint64_t f2 = tly_epochs_fork(&e);
+    int before_f2 = seq;
+    for (; seq < before_f2 + 3 * TLY_EPOCH_RET_BLOCK; seq++)
+        retire_seq(&e, &lg, seq);
+    assert_int_equal(tly_epochs_pending(&e), (size_t)seq);
+    tly_epochs_release(&e, f1);
+    tly_epochs_reclaim(&e);
+    assert_int_equal(lg.freed, before_f2);   /* retired before f2: only f1 could see them */
+    assert_int_equal(tly_epochs_pending(&e), (size_t)(seq - before_f2));
+    tly_epochs_release(&e, f2);
+    tly_epochs_reclaim(&e);
+    assert_int_equal(lg.freed, seq);
+    assert_int_equal(tly_epochs_pending(&e), 0);
+    /* The queue works again after it emptied. */
+    uint64_t f3 = tly_epochs_fork(&e);
+    retire_seq(&e, &lg, seq++);
+    tly_epochs_release(&e, f3);
+    tly_epochs_reclaim(&e);
+    assert_int_equal(lg.freed, seq);
+    tly_epochs_destroy(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +430,7 @@ int main(void)
         cmocka_unit_test(a_change_copies_one_path),
         cmocka_unit_test(ranges_match_a_filter),
         cmocka_unit_test(fork_is_frozen),
+        cmocka_unit_test(retired_queue_spans_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

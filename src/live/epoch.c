@@ -17,9 +17,13 @@ void tly_epochs_init(tly_epochs *e)
 
 void tly_epochs_destroy(tly_epochs *e)
 {
-    for (size_t i = e->retfirst; i < e->nret; i++)
-        e->ret[i].free_fn(e->ret[i].p, e->ret[i].ctx);
-    free(e->ret);
+    for (tly_retblock *b = e->rhead, *next; b; b = next) {
+        for (uint32_t i = b->first; i < b->n; i++)
+            b->r[i].free_fn(b->r[i].p, b->r[i].ctx);
+        next = b->next;
+        free(b);
+    }
+    free(e->rspare);
     /* After the retired: their free functions may have kept nodes. */
     for (int c = 0; c < TLY_EPOCH_SPARE_CLASSES; c++) {
         for (uint32_t i = 0; i < e->spare[c].n; i++)
@@ -95,18 +99,20 @@ void tly_epochs_retire(tly_epochs *e, void *p, uint64_t born, void (*free_fn)(vo
         e->freed++;
         return;
     }
-    if (e->nret == e->capret) {
-        if (e->retfirst > 0) {
-            memmove(e->ret, e->ret + e->retfirst, (e->nret - e->retfirst) * sizeof *e->ret);
-            e->nret -= e->retfirst;
-            e->retfirst = 0;
-        }
-        if (e->nret == e->capret) {
-            e->capret = e->capret ? e->capret * 2 : 1024;
-            e->ret = tly_xrealloc(e->ret, e->capret * sizeof *e->ret);
-        }
+    tly_retblock *b = e->rtail;
+    if (!b || b->n == TLY_EPOCH_RET_BLOCK) {
+        tly_retblock *nb = e->rspare ? e->rspare : tly_xmalloc(sizeof *nb);
+        e->rspare = NULL;
+        nb->next = NULL;
+        nb->first = nb->n = 0;
+        if (b)
+            b->next = nb;
+        else
+            e->rhead = nb;
+        e->rtail = b = nb;
     }
-    e->ret[e->nret++] = (tly_retired){p, free_fn, ctx, tly_epochs_cur(e)};
+    b->r[b->n++] = (tly_retired){p, free_fn, ctx, tly_epochs_cur(e)};
+    e->pending++;
 }
 
 void tly_epochs_reclaim(tly_epochs *e)
@@ -116,13 +122,23 @@ void tly_epochs_reclaim(tly_epochs *e)
     uint64_t oldest = any ? e->fork_epoch[e->first] : UINT64_MAX;
     pthread_mutex_unlock(&e->mu);
     /* Retired in R: seen only by forks with F < R. */
-    while (e->retfirst < e->nret && e->ret[e->retfirst].epoch <= oldest) {
-        tly_retired *r = &e->ret[e->retfirst++];
+    tly_retblock *b;
+    while ((b = e->rhead) && b->first < b->n && b->r[b->first].epoch <= oldest) {
+        tly_retired *r = &b->r[b->first++];
         r->free_fn(r->p, r->ctx);
         e->freed++;
+        e->pending--;
+        if (b->first == b->n) {
+            /* Done with the block (full, or the tail): keep one for the next retire, free the rest. */
+            e->rhead = b->next;
+            if (!e->rhead)
+                e->rtail = NULL;
+            if (e->rspare)
+                free(b);
+            else
+                e->rspare = b;
+        }
     }
-    if (e->retfirst == e->nret)
-        e->retfirst = e->nret = 0;
 }
 
-size_t tly_epochs_pending(const tly_epochs *e) { return e->nret - e->retfirst; }
+size_t tly_epochs_pending(const tly_epochs *e) { return e->pending; }

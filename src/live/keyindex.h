@@ -38,6 +38,15 @@ bool tly_keyindex_has(const tly_keyindex *ix, const char *group, const char *mem
 */
 uint32_t tly_keyindex_members(const tly_keyindex *ix, const char *group, const char ***out);
 
+/*
+** Large arrays the index let go of (a grown table's old array, an emptied
+** big group's), chained: taken under the caller's lock, freed with
+** tly_keyindex_junk_free after it, so that unmapping them never holds the
+** lock. Taking them is optional; the index frees what is left when freed.
+*/
+void *tly_keyindex_junk(tly_keyindex *ix);
+void tly_keyindex_junk_free(void *junk);
+
 /* Groups and members held (tests). */
 uint32_t tly_keyindex_groups(const tly_keyindex *ix);
 uint64_t tly_keyindex_size(const tly_keyindex *ix);

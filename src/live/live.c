@@ -880,6 +880,19 @@ uint64_t tly_live_wait(tly_live *l, uint64_t seen, long timeout_ms)
     return v;
 }
 
+/*
+** Ends a change: the writer's lock is released before the large arrays the
+** writer-only indexes let go of are freed (unmapping them took milliseconds;
+** keyindex.c), so a reader taking a fork never waits for that.
+*/
+static void unlock_writer(tly_live *l)
+{
+    void *j1 = tly_keyindex_junk(l->on_node), *j2 = tly_keyindex_junk(l->in_group);
+    pthread_mutex_unlock(&l->wmu);
+    tly_keyindex_junk_free(j1);
+    tly_keyindex_junk_free(j2);
+}
+
 int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char *name)
 {
     lobj *o = decode(l, obj, name);
@@ -904,7 +917,7 @@ int tly_live_apply(tly_live *l, tly_live_op op, const tly_node *obj, const char 
     }
     tly_epochs_reclaim(&l->ep);
     held_for(l, HOLD_WRITE, t0);
-    pthread_mutex_unlock(&l->wmu);
+    unlock_writer(l);
     __atomic_add_fetch(&l->applied, 1, __ATOMIC_RELAXED);
     notify(l);
     return TLY_OK;
@@ -988,7 +1001,7 @@ uint32_t tly_live_sweep_end(tly_live *l, tly_live_sweep *sw)
     l->sweeping[sw->kind] = false;
     tly_epochs_reclaim(&l->ep);
     held_for(l, HOLD_WRITE, t0);
-    pthread_mutex_unlock(&l->wmu);
+    unlock_writer(l);
     free(c.gone.keys);
     uint32_t n = c.gone.n;
     free(sw);
