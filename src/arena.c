@@ -7,6 +7,12 @@
 ** string does not waste a block). Reset keeps the oldest block, which is
 ** the common case for the per-object scratch arena: after the first few
 ** objects it never calls malloc again.
+**
+** Big arenas (a store's: blocks of 1 MiB or more) double their block size
+** with each new block, up to TLY_ARENA_MAX_BLOCK, and take blocks of 2 MiB
+** or more from pages.c, on huge pages: a 100,000-pod store then costs a
+** few dozen page faults instead of tens of thousands (pages.h says why
+** that matters). Small arenas keep their size and stay on malloc.
 */
 #include "tally/arena.h"
 
@@ -18,20 +24,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pages.h"
+
 #define ARENA_ALIGN 16
+
+/* Arenas whose blocks start at this size grow them (see above). */
+#define ARENA_GROWS ((size_t)1 << 20)
+#define TLY_ARENA_MAX_BLOCK ((size_t)32 << 20)
 
 struct block {
     struct block *next;
     size_t size;   /* usable bytes in data[] */
     size_t used;
+    size_t paged;  /* bytes mapped by tly_pages_alloc, or 0: malloc'd */
     _Alignas(ARENA_ALIGN) unsigned char data[];
 };
 
 struct tly_arena {
     struct block *head;
-    size_t block_size;
-    size_t used;       /* bytes handed out, for reporting */
-    size_t reserved;   /* bytes of blocks */
+    size_t block_size;  /* as created (the pool compares it) */
+    size_t next_size;   /* of the next block */
+    size_t used;        /* bytes handed out, for reporting */
+    size_t reserved;    /* bytes of blocks */
 };
 
 void tly_oom(void)
@@ -72,21 +86,41 @@ char *tly_xstrdup(const char *s)
     return p;
 }
 
+/* A block of at least size usable bytes; b->size says how many it has. */
 static struct block *block_new(size_t size)
 {
-    if (size > SIZE_MAX - sizeof(struct block))
+    if (size > SIZE_MAX - sizeof(struct block) - TLY_PAGES_UNIT)
         tly_oom();
-    struct block *b = tly_xmalloc(sizeof(struct block) + size);
+    size_t total = sizeof(struct block) + size;
+    struct block *b;
+    if (total >= TLY_PAGES_UNIT) {
+        total = tly_pages_round(total);
+        b = tly_pages_alloc(total);
+        b->paged = total;
+        size = total - sizeof(struct block);
+    } else {
+        b = tly_xmalloc(total);
+        b->paged = 0;
+    }
     b->next = NULL;
     b->size = size;
     b->used = 0;
     return b;
 }
 
+static void block_free(struct block *b)
+{
+    if (b->paged)
+        tly_pages_free(b, b->paged);
+    else
+        free(b);
+}
+
 tly_arena *tly_arena_create(size_t block_size)
 {
     tly_arena *a = tly_xcalloc(1, sizeof *a);
     a->block_size = block_size ? block_size : 64 * 1024;
+    a->next_size = a->block_size;
     return a;
 }
 
@@ -97,7 +131,7 @@ void tly_arena_destroy(tly_arena *a)
     struct block *b = a->head;
     while (b) {
         struct block *next = b->next;
-        free(b);
+        block_free(b);
         b = next;
     }
     free(a);
@@ -112,10 +146,11 @@ void tly_arena_reset(tly_arena *a)
         if (next == NULL)
             keep = b;
         else
-            free(b);
+            block_free(b);
         b = next;
     }
     a->head = keep;
+    a->next_size = a->block_size;
     a->used = 0;
     a->reserved = 0;
     if (keep) {
@@ -132,10 +167,15 @@ void *tly_arena_alloc(tly_arena *a, size_t size)
         tly_oom();
     struct block *b = a->head;
     if (!b || b->size - b->used < need) {
-        size_t bs = need > a->block_size ? need : a->block_size;
-        struct block *nb = block_new(bs);
-        a->reserved += bs;
-        if (b && need > a->block_size) {
+        /* A growing arena's blocks are whole pieces of pages, header included. */
+        size_t regular = a->next_size;
+        if (regular >= ARENA_GROWS)
+            regular -= sizeof(struct block);
+        struct block *nb = block_new(need > regular ? need : regular);
+        a->reserved += nb->size;
+        if (need <= regular && a->block_size >= ARENA_GROWS && a->next_size < TLY_ARENA_MAX_BLOCK)
+            a->next_size *= 2;
+        if (b && need > regular) {
             /* A big one-off: put it behind the current block so the
                current block's free space stays usable. */
             nb->next = b->next;

@@ -105,8 +105,8 @@ static void view_list(const tly_store *cs, int kind)
 static void free_rt_cache(tly_strmap *m)
 {
     for (size_t i = 0; i < m->cap; i++)
-        if (m->keys[i])
-            free(m->vals[i]);
+        if (m->slots[i].key)
+            free(m->slots[i].val);
     tly_strmap_free(m);
 }
 

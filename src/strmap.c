@@ -5,9 +5,11 @@
 */
 #include "strmap.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pages.h"
 #include "tally/arena.h"
 
 uint64_t tly_fnv1a(uint64_t h, const char *s, size_t len)
@@ -49,66 +51,86 @@ void tly_strmap_init(tly_strmap *m) { memset(m, 0, sizeof *m); }
 
 void tly_strmap_free(tly_strmap *m)
 {
-    free(m->keys);
-    free(m->klens);
-    free(m->vals);
+    if (m->paged)
+        tly_pages_free(m->slots, m->paged);
+    else
+        free(m->slots);
     memset(m, 0, sizeof *m);
+}
+
+static inline bool slot_is(const tly_strmap_slot *s, const char *key, size_t len, uint32_t h)
+{
+    return s->hash == h && s->len == len && memcmp(s->key, key, len) == 0;
 }
 
 void *tly_strmap_get(const tly_strmap *m, const char *key, size_t len)
 {
     if (!m->cap)
         return NULL;
-    size_t i = hash64(key, len) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (m->klens[i] == len && memcmp(m->keys[i], key, len) == 0)
-            return m->vals[i];
+    uint64_t h = hash64(key, len);
+    size_t i = h & (m->cap - 1);
+    while (m->slots[i].key) {
+        if (slot_is(&m->slots[i], key, len, (uint32_t)(h >> 32)))
+            return m->slots[i].val;
         i = (i + 1) & (m->cap - 1);
     }
     return NULL;
 }
 
+/*
+** Doubles the table. A slot keeps only the high half of its key's hash (to
+** compare), so each key's hash is computed again to place it. Big tables
+** come from pages.c, zeroed and on huge pages: a store's name map of
+** 100,000 pods is 6 MiB of slots written at random.
+*/
 static void strmap_grow(tly_strmap *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    const char **keys = tly_xcalloc(ncap, sizeof *keys);
-    size_t *klens = tly_xcalloc(ncap, sizeof *klens);
-    void **vals = tly_xcalloc(ncap, sizeof *vals);
-    for (size_t j = 0; j < m->cap; j++) {
-        if (!m->keys[j])
-            continue;
-        size_t i = hash64(m->keys[j], m->klens[j]) & (ncap - 1);
-        while (keys[i])
-            i = (i + 1) & (ncap - 1);
-        keys[i] = m->keys[j];
-        klens[i] = m->klens[j];
-        vals[i] = m->vals[j];
+    size_t bytes = ncap * sizeof(tly_strmap_slot), paged = 0;
+    tly_strmap_slot *slots;
+    if (bytes >= TLY_PAGES_UNIT) {
+        paged = tly_pages_round(bytes);
+        slots = tly_pages_alloc(paged);
+    } else {
+        slots = tly_xcalloc(ncap, sizeof *slots);
     }
-    free(m->keys);
-    free(m->klens);
-    free(m->vals);
-    m->keys = keys;
-    m->klens = klens;
-    m->vals = vals;
+    for (size_t j = 0; j < m->cap; j++) {
+        const tly_strmap_slot *o = &m->slots[j];
+        if (!o->key)
+            continue;
+        size_t i = hash64(o->key, o->len) & (ncap - 1);
+        while (slots[i].key)
+            i = (i + 1) & (ncap - 1);
+        slots[i] = *o;
+    }
+    tly_strmap_free(m);
+    m->slots = slots;
     m->cap = ncap;
+    m->paged = paged;
 }
 
 void *tly_strmap_put(tly_strmap *m, const char *key, size_t len, void *val)
 {
-    if ((m->n + 1) * 2 > m->cap)
+    if (len > UINT32_MAX)
+        tly_oom();
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t n = m->n;
         strmap_grow(m);
-    size_t i = hash64(key, len) & (m->cap - 1);
-    while (m->keys[i]) {
-        if (m->klens[i] == len && memcmp(m->keys[i], key, len) == 0) {
-            void *old = m->vals[i];
-            m->vals[i] = val;
+        m->n = n;
+    }
+    uint64_t h = hash64(key, len);
+    uint32_t hi = (uint32_t)(h >> 32);
+    size_t i = h & (m->cap - 1);
+    while (m->slots[i].key) {
+        tly_strmap_slot *s = &m->slots[i];
+        if (slot_is(s, key, len, hi)) {
+            void *old = s->val;
+            s->val = val;
             return old;
         }
         i = (i + 1) & (m->cap - 1);
     }
-    m->keys[i] = key;
-    m->klens[i] = len;
-    m->vals[i] = val;
+    m->slots[i] = (tly_strmap_slot){.key = key, .val = val, .len = (uint32_t)len, .hash = hi};
     m->n++;
     return NULL;
 }

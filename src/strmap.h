@@ -8,11 +8,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One slot: a lookup reads one cache line, and the hash spares a memcmp of every other key. */
 typedef struct {
-    const char **keys;
-    size_t *klens;
-    void **vals;
+    const char *key;  /* NULL: empty */
+    void *val;
+    uint32_t len;
+    uint32_t hash;    /* the key's hash's high half */
+} tly_strmap_slot;
+
+typedef struct {
+    tly_strmap_slot *slots;
     size_t n, cap;  /* cap is a power of two or 0 */
+    size_t paged;   /* bytes of slots from tly_pages_alloc, or 0: calloc'd */
 } tly_strmap;
 
 /* FNV-1a over s[0..len), continuing from h (start with TLY_FNV_SEED): a stable hash for
@@ -24,7 +31,7 @@ void tly_strmap_init(tly_strmap *m);
 void tly_strmap_free(tly_strmap *m);
 /* The value for key[0..len), or NULL. */
 void *tly_strmap_get(const tly_strmap *m, const char *key, size_t len);
-/* Sets key to val; returns the previous value or NULL. */
+/* Sets key to val; returns the previous value or NULL. A key over 4 GiB is tly_oom(). */
 void *tly_strmap_put(tly_strmap *m, const char *key, size_t len, void *val);
 
 #endif
