@@ -5,12 +5,11 @@
 
 #include <string.h>
 
-const tly_node *tly_node_get(const tly_node *map, const char *key)
+const tly_node *tly_node_get_hashed(const tly_node *map, const char *key, uint32_t h)
 {
     if (!map || map->type != TLY_N_MAP)
         return NULL;
     /* The last occurrence wins if a key repeats (the loader reports it). */
-    uint32_t h = tly_key_hash(key, strlen(key));
     bool unique = map->flags & TLY_NF_UNIQUE;
     const tly_node *found = NULL;
     for (const tly_node *k = map->kids; k; k = k->next)
