@@ -162,9 +162,32 @@ if [ -n "${WEBBENCH_PERF:-}" ] && command -v perf >/dev/null; then
   perf record -q -g -o "$WEBBENCH_PERF" -p "${pids[0]}" -- sleep "$SECS" >/dev/null 2>&1 &
   perfpid=$!
 fi
+# cpu_ticks PID: CPU time (user + system, clock ticks) of PID and of its child processes (nginx's
+# workers), all threads included; read before and after each wrk run for the server's CPU per
+# request, a figure that does not depend on how the two cores were shared with wrk.
+cpu_ticks() {
+  local p sum=0 v
+  for p in "$1" $(pgrep -P "$1" 2>/dev/null || true); do
+    v=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null || echo 0)
+    sum=$((sum + v))
+  done
+  echo "$sum"
+}
+# us_per_req TICKS0 TICKS1 WRK_REPORT: the server's CPU microseconds per request served.
+us_per_req() {
+  local reqs
+  reqs=$(awk '/requests in/ { print $1 }' <<<"$3")
+  awk -v a="$1" -v b="$2" -v n="$reqs" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%.1f", (n > 0 ? (b - a) * 1e6 / hz / n : 0) }'
+}
+c0=$(cpu_ticks "${pids[0]}")
 t=$(run "$TPORT")
+c1=$(cpu_ticks "${pids[0]}")
 [ -z "${perfpid:-}" ] || wait "$perfpid" || true
+n0=$(cpu_ticks "${pids[1]}")
 n=$(run "$NPORT")
+n1=$(cpu_ticks "${pids[1]}")
+tcpu=$(us_per_req "$c0" "$c1" "$t"); ncpu=$(us_per_req "$n0" "$n1" "$n")
 for w in tally:"$t" nginx:"$n"; do
   e=$(errors "${w#*:}")
   [ -z "$e" ] || echo "bench-webhook: ${w%%:*}: $e" >&2
@@ -188,6 +211,7 @@ tr=$(rps "$t"); nr=$(rps "$n"); tp=$(p99 "$t"); np=$(p99 "$n")
 size="${PODS}p/${CONNS}c"
 row "webhook resize reviews (req/s, vs nginx static 200)" "$size" "$tr" "$nr" 3
 row "webhook p99 latency (ms, vs nginx)" "$size" "$tp" "$np" 1
+row "webhook server CPU per request (us, vs nginx)" "$size" "$tcpu" "$ncpu" 2
 
 # The fixed-rate load: bench-rate's line for each server, and the p99 row.
 fixed() {

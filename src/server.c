@@ -1649,8 +1649,8 @@ int tly_server_start(tly_server *srv, char *err, size_t errlen)
     /*
     ** epoll (one per pool thread) and TURBO: MHD reads, writes and accepts on a non-blocking
     ** socket before asking the event loop whether it is ready, which saves a round of syscalls
-    ** per request on keep-alive connections (issue 16: 0.52-0.62 of nginx before, 0.67-0.74 with
-    ** it and the write(2) log line, scripts/bench-webhook.sh).
+    ** per request on keep-alive connections (issue 16: with the write(2) log line, a median 0.68
+    ** of nginx against 0.63 before; docs/performance.md).
     */
     unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG;
