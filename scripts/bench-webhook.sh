@@ -2,8 +2,8 @@
 # The webhook benchmark (issue 6): wrk on loopback, 64 connections, POSTing a pods/resize
 # AdmissionReview to `tally serve` deciding against a deep queue tree, and, side by side in the
 # same run, the same load against nginx (Debian package) serving a static 200 JSON over TLS with
-# the same certificate. Prints two rows in scripts/bench.sh's table format (requests per second,
-# p99 latency) and is called from the end of bench.sh; it can also be run alone:
+# the same certificate. Prints three rows in scripts/bench.sh's table format (requests per second,
+# p99 latency, the server's CPU microseconds per request) and is called from the end of bench.sh; it can also be run alone:
 #   scripts/bench-webhook.sh            (WEBBENCH_SECONDS=10, WEBBENCH_PODS=10000)
 #   WEBBENCH_VERBOSE=1 prints both wrk reports; WEBBENCH_PERF=FILE records a perf profile of tally.
 # Then, against both servers, a load that holds a fixed rate (bench/bench_rate.c, WEBBENCH_RATE

@@ -283,51 +283,6 @@ static void sb_value(strbuf *b, const char *v)
     sb_putc(b, '"');
 }
 
-/*
-** The UTC time as RFC 3339 with milliseconds, computed from the epoch seconds by the civil
-** calendar (days to year, month, day) rather than gmtime_r: glibc's gmtime_r takes the
-** process-wide tzset lock, which every decision-logging thread would contend on.
-*/
-static void utc_stamp(char *out, size_t outlen, const struct timespec *ts)
-{
-    long long secs = (long long)ts->tv_sec;
-    long long days = secs / 86400, rem = secs % 86400;
-    if (rem < 0) {
-        rem += 86400;
-        days--;
-    }
-    /* Days since 1970-01-01 to (y, m, d), proleptic Gregorian, eras of 400 years. */
-    long long z = days + 719468;
-    long long era = (z >= 0 ? z : z - 146096) / 146097;
-    long long doe = z - era * 146097;
-    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    long long mp = (5 * doy + 2) / 153;
-    int d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    int m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    long long y = yoe + era * 400 + (m <= 2);
-    if (y < 0 || y > 9999 || outlen < 25) {
-        snprintf(out, outlen, "%04lld-%02d-%02dT%02d:%02d:%02d.%03ldZ", y, m, d, (int)(rem / 3600),
-                 (int)(rem / 60 % 60), (int)(rem % 60), ts->tv_nsec / 1000000);
-        return;
-    }
-    /* The digits by hand: snprintf's format parsing was most of a decision line's cost. */
-    int f[7] = {(int)y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60),
-                (int)(ts->tv_nsec / 1000000)};
-    static const int width[7] = {4, 2, 2, 2, 2, 2, 3};
-    static const char after[7] = {'-', '-', 'T', ':', ':', '.', 'Z'};
-    char *o = out;
-    for (int k = 0; k < 7; k++) {
-        for (int w = width[k] - 1; w >= 0; w--) {
-            o[w] = (char)('0' + f[k] % 10);
-            f[k] /= 10;
-        }
-        o += width[k];
-        *o++ = after[k];
-    }
-    *o = 0;
-}
-
 /* Write all of a line to fd with write(2), retrying on EINTR and short writes. */
 static bool write_line(int fd, const char *s, size_t n)
 {
@@ -350,11 +305,10 @@ void tly_server_log(tly_server *srv, int level, const char *event, const char *c
         return;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    char when[64];
-    utc_stamp(when, sizeof when, &ts);
+    char when[32];
+    tly_format_time_ms((int64_t)ts.tv_sec, (int)(ts.tv_nsec / 1000000), when);
     char stack[1024];
     strbuf b = {.s = stack, .cap = sizeof stack};
-    stack[0] = 0;
     sb_puts(&b, "ts=");
     sb_puts(&b, when);
     sb_puts(&b, " level=");
@@ -938,6 +892,16 @@ void tly_server_state_failed(tly_server *srv, const char *why)
 
 /* ---- requests ----------------------------------------------------------- */
 
+/* Queues r (its body already set) with a Content-Type, and lets it go: MHD holds it now. */
+static enum MHD_Result queue_typed(struct MHD_Connection *conn, unsigned status, const char *type,
+                                   struct MHD_Response *r)
+{
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
                              char *body, size_t len)
 {
@@ -946,10 +910,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
         free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return queue_typed(conn, status, type, r);
 }
 
 /* reply() for a body the caller keeps (on its stack): MHD copies it. */
@@ -957,12 +918,7 @@ static enum MHD_Result reply_copy(struct MHD_Connection *conn, unsigned status, 
                                   const char *body, size_t len)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return r ? queue_typed(conn, status, type, r) : MHD_NO;
 }
 
 /*

@@ -16,6 +16,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "tally/decode.h"
 #include "tally/diag.h"
@@ -161,6 +162,32 @@ static const char gpu_node_yaml[] =
     "    reason: KubeletReady\n"
     "    lastHeartbeatTime: \"2026-11-29T13:29:33Z\"\n"
     "    lastTransitionTime: \"2026-11-01T08:00:00Z\"\n";
+
+/* The log's millisecond stamp agrees with gmtime_r and reads back through tly_parse_time. */
+static void test_format_time_ms_matches_gmtime_and_parses_back(void **state)
+{
+    (void)state;
+    /* One instant a week and an hour, from 1600 to 2400, leap days and centuries included. */
+    for (int64_t t = -11676096000LL; t < 13574563200LL; t += 7 * 86400 + 3607) {
+        int ms = (int)((t % 1000 + 1000) % 1000);
+        char got[32], want[48];
+        tly_format_time_ms(t, ms, got);
+        time_t tt = (time_t)t;
+        struct tm tm;
+        assert_non_null(gmtime_r(&tt, &tm));
+        snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+        assert_string_equal(got, want);
+        int64_t back = 0;
+        assert_true(tly_parse_time(got, &back));
+        assert_int_equal(back, t);
+    }
+    char buf[32];
+    tly_format_time_ms(0, 5, buf);
+    assert_string_equal(buf, "1970-01-01T00:00:00.005Z");
+    tly_format_time_ms(951782400, 999, buf); /* 2000-02-29, a leap day of a 400-year century */
+    assert_string_equal(buf, "2000-02-29T00:00:00.999Z");
+}
 
 static void test_gpu_node_reads_allocatable_taints_and_readiness(void **state)
 {
@@ -1024,6 +1051,7 @@ int main(void)
         cmocka_unit_test(test_pod_reads_scheduling_fields),
         cmocka_unit_test(test_pod_status_keeps_actuated_and_allocated_resources),
         cmocka_unit_test(test_pod_without_status_has_no_phase_and_no_start_time),
+        cmocka_unit_test(test_format_time_ms_matches_gmtime_and_parses_back),
         cmocka_unit_test(test_pod_limit_without_request_defaults_the_request),
         cmocka_unit_test(test_pod_level_limit_defaults_request_only_where_no_container_asks),
         cmocka_unit_test(test_pod_tolerations_and_node_affinity),

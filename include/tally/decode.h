@@ -150,6 +150,12 @@ bool tly_dx_attr_value(tly_dctx *dx, const tly_node *v, const char *name, tly_at
 bool tly_parse_time(const char *s, int64_t *out);
 /* The inverse for whole seconds: t (Unix seconds) as "2026-11-29T13:29:33Z". */
 void tly_format_time(int64_t t, char buf[32]);
+/*
+** t (Unix seconds) and ms (0-999) as "2026-11-29T13:29:33.511Z", by the civil calendar and no
+** gmtime_r: glibc's gmtime_r takes the process-wide tzset lock, and the server stamps every log
+** line with this from several threads. Outside years 0-9999, the seconds, as tly_format_time.
+*/
+void tly_format_time_ms(int64_t t, int ms, char buf[32]);
 
 /* ---- the kinds' decoders (src/decode_<kind>.c) -------------------------- */
 /*
