@@ -8,6 +8,12 @@
 ** the common case for the per-object scratch arena: after the first few
 ** objects it never calls malloc again.
 **
+** A block is filled from both ends: aligned allocations (structs, arrays)
+** from the front, text (tly_arena_bytes: strings, keys, joined names) from
+** the back, with no alignment. A decoded pod holds about 25 strings; rounded
+** to 16 bytes each they cost 190 bytes a pod more than their text (12% of
+** the store, measured on `tally-gen pods`), which the back end saves.
+**
 ** Big arenas (a store's: blocks of 1 MiB or more) double their block size
 ** with each new block, up to TLY_ARENA_MAX_BLOCK, and take blocks of 2 MiB
 ** or more from pages.c, on huge pages: a 100,000-pod store then costs a
@@ -35,7 +41,8 @@
 struct block {
     struct block *next;
     size_t size;   /* usable bytes in data[] */
-    size_t used;
+    size_t used;   /* data[0..used): aligned allocations */
+    size_t tail;   /* data[tail..size): text; free space is data[used..tail) */
     size_t paged;  /* bytes mapped by tly_pages_alloc, or 0: malloc'd */
     _Alignas(ARENA_ALIGN) unsigned char data[];
 };
@@ -105,6 +112,7 @@ static struct block *block_new(size_t size)
     b->next = NULL;
     b->size = size;
     b->used = 0;
+    b->tail = size;
     return b;
 }
 
@@ -155,9 +163,38 @@ void tly_arena_reset(tly_arena *a)
     a->reserved = 0;
     if (keep) {
         keep->used = 0;
+        keep->tail = keep->size;
         keep->next = NULL;
         a->reserved = keep->size;
     }
+}
+
+/*
+** A block with need bytes free: the current one, or a new one. A request
+** larger than a regular block gets a block of its own, put behind the
+** current block so that the current block's free space stays usable.
+*/
+static struct block *room(tly_arena *a, size_t need)
+{
+    struct block *b = a->head;
+    if (b && b->tail - b->used >= need)
+        return b;
+    /* A growing arena's blocks are whole pieces of pages, header included. */
+    size_t regular = a->next_size;
+    if (regular >= ARENA_GROWS)
+        regular -= sizeof(struct block);
+    struct block *nb = block_new(need > regular ? need : regular);
+    a->reserved += nb->size;
+    if (need <= regular && a->block_size >= ARENA_GROWS && a->next_size < TLY_ARENA_MAX_BLOCK)
+        a->next_size *= 2;
+    if (b && need > regular) {
+        nb->next = b->next;
+        b->next = nb;
+        return nb;
+    }
+    nb->next = b;
+    a->head = nb;
+    return nb;
 }
 
 void *tly_arena_alloc(tly_arena *a, size_t size)
@@ -165,33 +202,19 @@ void *tly_arena_alloc(tly_arena *a, size_t size)
     size_t need = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (need < size)
         tly_oom();
-    struct block *b = a->head;
-    if (!b || b->size - b->used < need) {
-        /* A growing arena's blocks are whole pieces of pages, header included. */
-        size_t regular = a->next_size;
-        if (regular >= ARENA_GROWS)
-            regular -= sizeof(struct block);
-        struct block *nb = block_new(need > regular ? need : regular);
-        a->reserved += nb->size;
-        if (need <= regular && a->block_size >= ARENA_GROWS && a->next_size < TLY_ARENA_MAX_BLOCK)
-            a->next_size *= 2;
-        if (b && need > regular) {
-            /* A big one-off: put it behind the current block so the
-               current block's free space stays usable. */
-            nb->next = b->next;
-            b->next = nb;
-            nb->used = need;
-            a->used += size;
-            return nb->data;
-        }
-        nb->next = b;
-        a->head = nb;
-        b = nb;
-    }
+    struct block *b = room(a, need);
     void *p = b->data + b->used;
     b->used += need;
     a->used += size;
     return p;
+}
+
+char *tly_arena_bytes(tly_arena *a, size_t size)
+{
+    struct block *b = room(a, size);
+    b->tail -= size;
+    a->used += size;
+    return (char *)b->data + b->tail;
 }
 
 void *tly_arena_zalloc(tly_arena *a, size_t size)
@@ -203,7 +226,9 @@ void *tly_arena_zalloc(tly_arena *a, size_t size)
 
 char *tly_arena_strndup(tly_arena *a, const char *s, size_t len)
 {
-    char *p = tly_arena_alloc(a, len + 1);
+    if (len == SIZE_MAX)
+        tly_oom();
+    char *p = tly_arena_bytes(a, len + 1);
     if (len)
         memcpy(p, s, len);
     p[len] = '\0';
@@ -218,7 +243,7 @@ char *tly_arena_strdup(tly_arena *a, const char *s)
 char *tly_arena_join(tly_arena *a, const char *x, char sep, const char *y)
 {
     size_t lx = strlen(x), ly = strlen(y);
-    char *p = tly_arena_alloc(a, lx + ly + 2);
+    char *p = tly_arena_bytes(a, lx + ly + 2);
     memcpy(p, x, lx);
     p[lx] = sep;
     memcpy(p + lx + 1, y, ly + 1);
@@ -234,7 +259,7 @@ char *tly_arena_printf(tly_arena *a, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         n = 0;
-    char *p = tly_arena_alloc(a, (size_t)n + 1);
+    char *p = tly_arena_bytes(a, (size_t)n + 1);
     vsnprintf(p, (size_t)n + 1, fmt, ap2);
     va_end(ap2);
     return p;

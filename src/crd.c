@@ -2,8 +2,10 @@
 ** crd.c: objects checked against the CustomResourceDefinitions of the input
 ** (crd.h has the rules).
 **
-** The set owns one arena: the CRDs' schemas and the kept objects are deep
-** copies of the loader's trees, which live only while one object is decoded.
+** The set owns one arena: the CRDs' schemas are deep copies of the loader's
+** trees, which live only while one object is decoded. The objects kept for
+** validate are packed (nodepack.h: a sixth of a copy's bytes) and rebuilt
+** one at a time when they are checked.
 ** Checking walks an object and its schema together, with the field path in a
 ** buffer (as the decoders' paths read: spec.sources[0].match), and reports
 ** through the store's diagnostics, so `validate` prints and sorts these
@@ -22,6 +24,7 @@
 #include "tally/cel.h"
 #include "tally/decode.h"
 #include "tally/error.h"
+#include "tally/nodepack.h"
 
 typedef struct {
     const char *name;
@@ -36,7 +39,7 @@ typedef struct {
 } crd;
 
 typedef struct {
-    const tly_node *root;
+    tly_packed root;
     const char *file;
 } kept;
 
@@ -50,6 +53,7 @@ struct tly_crdset {
     tly_arena *a;
     crd *crds;
     uint32_t ncrds, capcrds;
+    tly_nodepack *pack;        /* the kept objects' trees */
     kept *objs;
     uint32_t nobjs, capobjs;
     warnlist warned;           /* over every kept object (validate) */
@@ -67,6 +71,7 @@ void tly_crdset_destroy(tly_crdset *c)
     if (!c)
         return;
     tly_arena_destroy(c->a);
+    tly_nodepack_destroy(c->pack);
     free(c->crds);
     free(c->objs);
     free(c->warned.v);
@@ -74,22 +79,6 @@ void tly_crdset_destroy(tly_crdset *c)
 }
 
 /* ---- trees --------------------------------------------------------------- */
-
-static tly_node *copy_tree(tly_arena *a, const tly_node *n)
-{
-    tly_node *m = tly_arena_alloc(a, sizeof *m);
-    *m = *n;
-    m->key = n->key ? tly_arena_strdup(a, n->key) : NULL;
-    m->str = n->str ? tly_arena_strdup(a, n->str) : NULL;
-    tly_node **tail = &m->kids;
-    for (const tly_node *k = n->kids; k; k = k->next) {
-        *tail = copy_tree(a, k);
-        tail = &(*tail)->next;
-    }
-    *tail = NULL;
-    m->next = NULL;
-    return m;
-}
 
 /* A member that is present and not null. */
 static const tly_node *get(const tly_node *map, const char *key)
@@ -162,7 +151,7 @@ void tly_crdset_add(tly_crdset *c, const tly_node *root, const char *file, tly_d
             continue;
         const tly_node *schema = get(get(it, "schema"), "openAPIV3Schema");
         x->v[x->nv++] = (crd_version){tly_arena_strdup(c->a, vn), get_bool(it, "served"),
-                                      schema ? copy_tree(c->a, schema) : NULL};
+                                      schema ? tly_node_copy(schema, c->a) : NULL};
     }
 }
 
@@ -186,7 +175,12 @@ void tly_crdset_keep(tly_crdset *c, const tly_node *root, const char *file)
         c->capobjs = c->capobjs ? 2 * c->capobjs : 64;
         c->objs = tly_xrealloc(c->objs, c->capobjs * sizeof *c->objs);
     }
-    c->objs[c->nobjs++] = (kept){copy_tree(c->a, root), tly_arena_strdup(c->a, file)};
+    if (!c->pack)
+        c->pack = tly_nodepack_create();
+    /* Objects come a file at a time: one copy of each file's name. */
+    const char *f = c->nobjs && !strcmp(c->objs[c->nobjs - 1].file, file) ? c->objs[c->nobjs - 1].file
+                                                                           : tly_arena_strdup(c->a, file);
+    c->objs[c->nobjs++] = (kept){tly_nodepack_add(c->pack, root), f};
 }
 
 /* ---- checking ------------------------------------------------------------ */
@@ -722,8 +716,16 @@ static bool check_root(const tly_crdset *c, const tly_node *root, const tly_node
 
 void tly_crdset_check(tly_crdset *c, tly_diags *d)
 {
-    for (uint32_t i = 0; i < c->nobjs; i++)
-        check_root(c, c->objs[i].root, NULL, c->objs[i].file, c->a, &c->warned, d);
+    if (!c->ncrds)
+        return;
+    /* Each object is rebuilt in a scratch arena, checked and dropped. */
+    tly_arena *obj = tly_arena_create(64 * 1024);
+    for (uint32_t i = 0; i < c->nobjs; i++) {
+        check_root(c, tly_nodepack_get(c->pack, c->objs[i].root, obj), NULL, c->objs[i].file, c->a,
+                   &c->warned, d);
+        tly_arena_reset(obj);
+    }
+    tly_arena_destroy(obj);
 }
 
 bool tly_crdset_check_object(const tly_crdset *c, const tly_node *root, const tly_node *old, const char *file,

@@ -473,6 +473,18 @@ static void decode_meta(tly_dctx *dx, const tly_node *md, tly_meta *m)
     tly_dx_pop(dx, mark);
 }
 
+/* ns + '/' + name in buf, or in the arena when it does not fit. */
+static const char *ns_slash_name(char *buf, size_t cap, const char *ns, const char *name, tly_arena *a)
+{
+    size_t ln = strlen(ns), lm = strlen(name);
+    if (ln + lm + 2 > cap)
+        return tly_arena_join(a, ns, '/', name);
+    memcpy(buf, ns, ln);
+    buf[ln] = '/';
+    memcpy(buf + ln + 1, name, lm + 1);
+    return buf;
+}
+
 /*
 ** Decodes one object's tree into a typed struct allocated in env->arena
 ** (strings, lists and the struct itself), interning resource names in
@@ -529,10 +541,17 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
         if (!ns || !*ns)
             ns = "default";  /* what kubectl apply uses without a context namespace */
     }
+    /*
+    ** "ns/name" for messages, on the stack: a diagnostic copies it, and most
+    ** objects have none, so it costs the store nothing (the arena for a
+    ** name too long for the buffer).
+    */
+    char objbuf[384];
+    if (ns)
+        dx.objname = ns_slash_name(objbuf, sizeof objbuf, ns, name, arena);
     if (!tly_kind_reads_version(ke->k, version)) {
         /* Another version's fields may mean something else (a Config at an
            unserved version must not rename the scheduler): not applied. */
-        dx.objname = ns ? tly_arena_join(arena, ns, '/', name) : name;
         tly_dx_error(&dx, tly_node_get(root, "apiVersion"), "apiVersion",
                      "%s is not a version of %s that tally reads (it reads %s); the object is "
                      "skipped",
@@ -549,7 +568,8 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
     m->src.file = env->file;
     m->src.line = root->line;
     m->src.col = root->col;
-    dx.objname = ns ? tly_arena_join(arena, ns, '/', name) : m->name;
+    if (!ns)
+        dx.objname = m->name;
     decode_meta(&dx, md, m);
     ke->decode(&dx, root, m);
     m->errors = dx.errors;

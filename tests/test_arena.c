@@ -50,6 +50,43 @@ static void test_reset_reuses_memory(void **state)
     tly_arena_destroy(a);
 }
 
+/*
+** Text comes from the other end of the block, unpadded: strings of 1 to 15
+** bytes and aligned structs interleave without either overlapping, the
+** structs stay 16-aligned, and a block holds exactly as much as both ask.
+*/
+static void test_text_is_packed_from_the_other_end(void **state)
+{
+    (void)state;
+    tly_arena *a = tly_arena_create(4096);
+    char *s1 = tly_arena_strdup(a, "abc"), *s2 = tly_arena_strdup(a, "defgh");
+    /* Unpadded: the second string lies just below the first (4 and 6 bytes). */
+    assert_ptr_equal(s2 + 6, s1);
+    char *p = tly_arena_alloc(a, 24);
+    assert_int_equal((uintptr_t)p % 16, 0);
+    char *s3 = tly_arena_strndup(a, "xyz123", 1);
+    assert_ptr_equal(s3 + 2, s2);
+    memset(p, 0x5a, 24);
+    assert_string_equal(s1, "abc");
+    assert_string_equal(s2, "defgh");
+    assert_string_equal(s3, "x");
+    assert_int_equal(tly_arena_used(a), 4 + 6 + 24 + 2);
+    /* Fill the block from both ends: every byte is used before a new block is taken. */
+    size_t reserved = tly_arena_reserved(a);
+    size_t left = 4096 - 12 - 32;  /* the texts so far, the struct rounded to 16 */
+    while (left >= 16 + 7) {
+        tly_arena_alloc(a, 16);
+        tly_arena_bytes(a, 7);
+        left -= 23;
+    }
+    assert_int_equal(tly_arena_reserved(a), reserved);
+    tly_arena_bytes(a, left);
+    assert_int_equal(tly_arena_reserved(a), reserved);
+    tly_arena_bytes(a, 1);
+    assert_true(tly_arena_reserved(a) > reserved);
+    tly_arena_destroy(a);
+}
+
 static void test_string_helpers(void **state)
 {
     (void)state;
@@ -119,6 +156,7 @@ int main(void)
         cmocka_unit_test(test_allocations_are_aligned_and_distinct),
         cmocka_unit_test(test_large_allocation_gets_its_own_block),
         cmocka_unit_test(test_reset_reuses_memory),
+        cmocka_unit_test(test_text_is_packed_from_the_other_end),
         cmocka_unit_test(test_string_helpers),
         cmocka_unit_test(test_pool_reuses_arenas),
         cmocka_unit_test(test_pool_drops_oversized_and_foreign),

@@ -31,6 +31,12 @@ void tly_arena_reset(tly_arena *a);
 void *tly_arena_alloc(tly_arena *a, size_t size);
 /* Same, zero-filled. */
 void *tly_arena_zalloc(tly_arena *a, size_t size);
+/*
+** size bytes with no alignment, for text: taken from the other end of the
+** block than aligned allocations, so a string costs its length and no
+** padding. Never NULL. The string functions below use it.
+*/
+char *tly_arena_bytes(tly_arena *a, size_t size);
 /* A NUL-terminated copy of s[0..len). */
 char *tly_arena_strndup(tly_arena *a, const char *s, size_t len);
 char *tly_arena_strdup(tly_arena *a, const char *s);
