@@ -35,12 +35,12 @@ static void path_append(tly_dctx *dx, const char *s, size_t n)
     dx->path[dx->plen] = '\0';
 }
 
-size_t tly_dx_push(tly_dctx *dx, const char *key)
+size_t tly_dx_push_key(tly_dctx *dx, tly_key key)
 {
     size_t mark = dx->plen;
     if (dx->plen)
         path_append(dx, ".", 1);
-    path_append(dx, key, strlen(key));
+    path_append(dx, key.s, key.len);
     return mark;
 }
 
@@ -115,6 +115,12 @@ static const tly_node *member(const tly_node *map, const char *key)
     return (n && n->type != TLY_N_NULL) ? n : NULL;
 }
 
+static const tly_node *member_k(const tly_node *map, tly_key k)
+{
+    const tly_node *n = tly_node_get_key(map, k);
+    return (n && n->type != TLY_N_NULL) ? n : NULL;
+}
+
 static void wrong_type(tly_dctx *dx, const tly_node *n, const char *key, const char *want)
 {
     tly_dx_error(dx, n, key, "expected %s, got %s", want, tly_ntype_name(n->type));
@@ -134,15 +140,17 @@ static bool str_of(tly_dctx *dx, const tly_node *n, const char *key, const char 
     return true;
 }
 
-bool tly_dx_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+bool tly_dx_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char **out)
 {
-    const tly_node *n = member(map, key);
+    const char *key = fk.s;
+    const tly_node *n = member_k(map, fk);
     return n && str_of(dx, n, key, out);
 }
 
-bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+bool tly_dx_req_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char **out)
 {
-    const tly_node *n = member(map, key);
+    const char *key = fk.s;
+    const tly_node *n = member_k(map, fk);
     if (!n) {
         tly_dx_error(dx, map, key, "required field is missing");
         return false;
@@ -150,9 +158,10 @@ bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const ch
     return str_of(dx, n, key, out);
 }
 
-bool tly_dx_bool(tly_dctx *dx, const tly_node *map, const char *key, bool *out)
+bool tly_dx_bool_k(tly_dctx *dx, const tly_node *map, tly_key fk, bool *out)
 {
-    const tly_node *n = member(map, key);
+    const char *key = fk.s;
+    const tly_node *n = member_k(map, fk);
     if (!n)
         return false;
     if (n->type != TLY_N_BOOL) {
@@ -180,16 +189,18 @@ static bool int64_of(tly_dctx *dx, const tly_node *n, const char *key, int64_t *
     return true;
 }
 
-bool tly_dx_int64(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
+bool tly_dx_int64_k(tly_dctx *dx, const tly_node *map, tly_key fk, int64_t *out)
 {
-    const tly_node *n = member(map, key);
+    const char *key = fk.s;
+    const tly_node *n = member_k(map, fk);
     return n && int64_of(dx, n, key, out);
 }
 
-bool tly_dx_int32(tly_dctx *dx, const tly_node *map, const char *key, int32_t *out)
+bool tly_dx_int32_k(tly_dctx *dx, const tly_node *map, tly_key fk, int32_t *out)
 {
+    const char *key = fk.s;
     int64_t v;
-    const tly_node *n = member(map, key);
+    const tly_node *n = member_k(map, fk);
     if (!n || !int64_of(dx, n, key, &v))
         return false;
     if (v < INT32_MIN || v > INT32_MAX) {
@@ -220,15 +231,17 @@ static bool qty_of(tly_dctx *dx, const tly_node *n, const char *key, tly_qty *ou
     return true;
 }
 
-bool tly_dx_qty(tly_dctx *dx, const tly_node *map, const char *key, tly_qty *out)
+bool tly_dx_qty_k(tly_dctx *dx, const tly_node *map, tly_key fk, tly_qty *out)
 {
-    const tly_node *n = member(map, key);
+    const char *key = fk.s;
+    const tly_node *n = member_k(map, fk);
     return n && qty_of(dx, n, key, out);
 }
 
-bool tly_dx_time(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
+bool tly_dx_time_k(tly_dctx *dx, const tly_node *map, tly_key fk, int64_t *out)
 {
-    const tly_node *n = member(map, key);
+    const char *key = fk.s;
+    const tly_node *n = member_k(map, fk);
     if (!n)
         return false;
     if (n->type != TLY_N_STRING || !tly_parse_time(n->str, out)) {
@@ -238,9 +251,10 @@ bool tly_dx_time(tly_dctx *dx, const tly_node *map, const char *key, int64_t *ou
     return true;
 }
 
-const tly_node *tly_dx_map(tly_dctx *dx, const tly_node *map, const char *key)
+const tly_node *tly_dx_map_k(tly_dctx *dx, const tly_node *map, tly_key fk)
 {
-    const tly_node *n = member(map, key);
+    const char *key = fk.s;
+    const tly_node *n = member_k(map, fk);
     if (!n)
         return NULL;
     if (n->type != TLY_N_MAP) {
@@ -250,9 +264,10 @@ const tly_node *tly_dx_map(tly_dctx *dx, const tly_node *map, const char *key)
     return n;
 }
 
-const tly_node *tly_dx_seq(tly_dctx *dx, const tly_node *map, const char *key)
+const tly_node *tly_dx_seq_k(tly_dctx *dx, const tly_node *map, tly_key fk)
 {
-    const tly_node *n = member(map, key);
+    const char *key = fk.s;
+    const tly_node *n = member_k(map, fk);
     if (!n)
         return NULL;
     if (n->type != TLY_N_SEQ) {
@@ -262,14 +277,14 @@ const tly_node *tly_dx_seq(tly_dctx *dx, const tly_node *map, const char *key)
     return n;
 }
 
-bool tly_dx_kvs(tly_dctx *dx, const tly_node *map, const char *key, tly_kvs *out)
+bool tly_dx_kvs_k(tly_dctx *dx, const tly_node *map, tly_key fk, tly_kvs *out)
 {
-    const tly_node *m = tly_dx_map(dx, map, key);
+    const tly_node *m = tly_dx_map_k(dx, map, fk);
     if (!m)
         return false;
     out->v = tly_arena_alloc(dx->arena, (m->nkids + 1) * sizeof *out->v);
     out->n = 0;
-    size_t mark = tly_dx_push(dx, key);
+    size_t mark = tly_dx_push_key(dx, fk);
     for (const tly_node *k = m->kids; k; k = k->next) {
         /* Labels and annotations are strings; a bare number or boolean is
            what kubectl itself rejects ("cannot unmarshal number into ...
@@ -291,15 +306,15 @@ bool tly_dx_kvs(tly_dctx *dx, const tly_node *map, const char *key, tly_kvs *out
     return true;
 }
 
-bool tly_dx_strlist(tly_dctx *dx, const tly_node *map, const char *key,
+bool tly_dx_strlist_k(tly_dctx *dx, const tly_node *map, tly_key fk,
                     const char ***out, uint32_t *n)
 {
-    const tly_node *s = tly_dx_seq(dx, map, key);
+    const tly_node *s = tly_dx_seq_k(dx, map, fk);
     if (!s)
         return false;
     const char **v = tly_arena_alloc(dx->arena, (s->nkids + 1) * sizeof *v);
     uint32_t cnt = 0, i = 0;
-    size_t mark = tly_dx_push(dx, key);
+    size_t mark = tly_dx_push_key(dx, fk);
     for (const tly_node *k = s->kids; k; k = k->next, i++) {
         if (k->type != TLY_N_STRING) {
             size_t m2 = tly_dx_push_idx(dx, i);
@@ -315,16 +330,16 @@ bool tly_dx_strlist(tly_dctx *dx, const tly_node *map, const char *key,
     return true;
 }
 
-bool tly_dx_rlist(tly_dctx *dx, const tly_node *map, const char *key, tly_rlist *out)
+bool tly_dx_rlist_k(tly_dctx *dx, const tly_node *map, tly_key fk, tly_rlist *out)
 {
-    const tly_node *m = tly_dx_map(dx, map, key);
+    const tly_node *m = tly_dx_map_k(dx, map, fk);
     if (!m)
         return false;
     /* One array for the whole list, kept sorted by id as entries arrive
        (tly_rlist_set would copy the list for every entry it adds). */
     tly_rq *v = m->nkids ? tly_arena_alloc(dx->arena, m->nkids * sizeof *v) : NULL;
     uint32_t n = 0;
-    size_t mark = tly_dx_push(dx, key);
+    size_t mark = tly_dx_push_key(dx, fk);
     bool unique = m->flags & TLY_NF_UNIQUE;
     for (const tly_node *k = m->kids; k; k = k->next) {
         /* Each entry as a lookup of its key reads it: the last of a repeated
@@ -351,15 +366,15 @@ bool tly_dx_rlist(tly_dctx *dx, const tly_node *map, const char *key, tly_rlist 
     return true;
 }
 
-bool tly_dx_conditions(tly_dctx *dx, const tly_node *map, const char *key,
+bool tly_dx_conditions_k(tly_dctx *dx, const tly_node *map, tly_key fk,
                        tly_conditions *out)
 {
-    const tly_node *s = tly_dx_seq(dx, map, key);
+    const tly_node *s = tly_dx_seq_k(dx, map, fk);
     if (!s)
         return false;
     out->v = tly_arena_zalloc(dx->arena, (s->nkids + 1) * sizeof *out->v);
     out->n = 0;
-    size_t mark = tly_dx_push(dx, key);
+    size_t mark = tly_dx_push_key(dx, fk);
     uint32_t i = 0;
     for (const tly_node *k = s->kids; k; k = k->next, i++) {
         size_t m2 = tly_dx_push_idx(dx, i);
@@ -468,11 +483,12 @@ bool tly_dx_node_selector_term(tly_dctx *dx, const tly_node *node, tly_selector 
     return true;
 }
 
-bool tly_dx_enum(tly_dctx *dx, const tly_node *map, const char *key,
+bool tly_dx_enum_k(tly_dctx *dx, const tly_node *map, tly_key fk,
                  const char *const *allowed, const char **out)
 {
+    const char *key = fk.s;
     const char *v;
-    if (!tly_dx_str(dx, map, key, &v))
+    if (!tly_dx_str_k(dx, map, fk, &v))
         return false;
     for (const char *const *a = allowed; *a; a++)
         if (!strcmp(v, *a)) {
@@ -489,7 +505,7 @@ bool tly_dx_enum(tly_dctx *dx, const tly_node *map, const char *key,
             break;
         len += (size_t)n;
     }
-    tly_dx_error(dx, tly_node_get(map, key), key, "\"%s\" is not allowed: must be one of %s", v,
+    tly_dx_error(dx, tly_node_get_key(map, fk), key, "\"%s\" is not allowed: must be one of %s", v,
                  list);
     return false;
 }

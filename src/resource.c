@@ -130,8 +130,28 @@ static uint32_t find_locked(const tly_names *t, const char *s, size_t len)
     return TLY_NAME_NONE;
 }
 
+/*
+** The fixed names' ids without the table or its lock: nearly every
+** resource list names only these, and a decoded pod interns 6 to 7 names.
+*/
+static uint32_t fixed_id(const char *s, size_t len)
+{
+    switch (len) {
+    case 3: return memcmp(s, "cpu", 3) ? TLY_NAME_NONE : TLY_R_CPU;
+    case 4: return !memcmp(s, "pods", 4) ? TLY_R_PODS : !memcmp(s, "runs", 4) ? TLY_R_RUNS : TLY_NAME_NONE;
+    case 6: return memcmp(s, "memory", 6) ? TLY_NAME_NONE : TLY_R_MEMORY;
+    case 11: return memcmp(s, "amd.com/gpu", 11) ? TLY_NAME_NONE : TLY_R_AMD_GPU;
+    case 14: return memcmp(s, "nvidia.com/gpu", 14) ? TLY_NAME_NONE : TLY_R_NVIDIA_GPU;
+    case 17: return memcmp(s, "ephemeral-storage", 17) ? TLY_NAME_NONE : TLY_R_EPHEMERAL_STORAGE;
+    default: return TLY_NAME_NONE;
+    }
+}
+
 uint32_t tly_names_find(const tly_names *t, const char *s, size_t len)
 {
+    uint32_t fixed = fixed_id(s, len);
+    if (fixed != TLY_NAME_NONE)
+        return fixed;
     tly_names *w = (tly_names *)t;
     pthread_mutex_lock(&w->mu);
     uint32_t id = find_locked(t, s, len);
@@ -141,6 +161,10 @@ uint32_t tly_names_find(const tly_names *t, const char *s, size_t len)
 
 uint32_t tly_names_intern(tly_names *t, const char *s, size_t len)
 {
+    /* Not while tly_names_create() puts the fixed names in. */
+    uint32_t fixed = __atomic_load_n(&t->n, __ATOMIC_RELAXED) >= TLY_R_FIXED_COUNT ? fixed_id(s, len) : TLY_NAME_NONE;
+    if (fixed != TLY_NAME_NONE)
+        return fixed;
     pthread_mutex_lock(&t->mu);
     uint32_t id = find_locked(t, s, len);
     if (id != TLY_NAME_NONE || t->n >= NAME_MAX_IDS) {

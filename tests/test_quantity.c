@@ -324,6 +324,35 @@ static void test_vectors_value(void **state)
 /* ---------------------------------------------------------------------- */
 
 /* Precision is 1n: anything finer rounds away from zero, never to zero. */
+/*
+** The plain forms ("500m", "4Gi": digits and one suffix) are read by a
+** short path; "+" in front sends the same value the long way. Both must
+** agree on every digit count up to the 18 the short path takes, on the 19
+** and 20 it leaves, every suffix, leading zeros, and binary values past
+** the cap.
+*/
+static void test_plain_forms_read_as_the_long_way(void **state)
+{
+    (void)state;
+    static const char *const sufs[] = {"", "m", "k", "M", "G", "Ki", "Mi", "Gi", "n", "u", "T", "Ti", "e3", "E"};
+    static const char *const digits[] = {"0", "1", "7", "10", "999", "0500", "123456789",
+                                         "999999999999999999", "1000000000000000000",
+                                         "12345678901234567890", "9223372036854775807", "8589934592"};
+    for (size_t d = 0; d < sizeof digits / sizeof *digits; d++)
+        for (size_t k = 0; k < sizeof sufs / sizeof *sufs; k++) {
+            char plain[64], plus[72];
+            snprintf(plain, sizeof plain, "%s%s", digits[d], sufs[k]);
+            snprintf(plus, sizeof plus, "+%s", plain);
+            tly_qty a = {0}, b = {0};
+            int ra = tly_qty_parse_str(plain, &a), rb = tly_qty_parse_str(plus, &b);
+            assert_int_equal(ra, rb);
+            if (ra != TLY_OK)
+                continue;
+            if (a.nanos != b.nanos || a.fmt != b.fmt)
+                fail_msg("%s and %s differ", plain, plus);
+        }
+}
+
 static void test_rounds_away_from_zero_at_1n(void **state)
 {
     (void)state;
@@ -779,6 +808,7 @@ int main(void)
         cmocka_unit_test(test_vectors_add),
         cmocka_unit_test(test_vectors_sub),
         cmocka_unit_test(test_vectors_value),
+        cmocka_unit_test(test_plain_forms_read_as_the_long_way),
         cmocka_unit_test(test_rounds_away_from_zero_at_1n),
         cmocka_unit_test(test_binary_cap_at_2_63_minus_1),
         cmocka_unit_test(test_binary_below_one_becomes_decimal),

@@ -68,7 +68,8 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
 /* ---- field paths -------------------------------------------------------- */
 
 /* Appends ".key" (or "key" at the root); returns the mark to pop back to. */
-size_t tly_dx_push(tly_dctx *dx, const char *key);
+size_t tly_dx_push_key(tly_dctx *dx, tly_key key);
+static inline size_t tly_dx_push(tly_dctx *dx, const char *key) { return tly_dx_push_key(dx, tly_key_of(key)); }
 /* Appends "[i]". */
 size_t tly_dx_push_idx(tly_dctx *dx, uint32_t i);
 void tly_dx_pop(tly_dctx *dx, size_t mark);
@@ -102,42 +103,105 @@ void tly_dx_invalid(tly_dctx *dx, const tly_node *at, const char *key, const cha
 ** type or an invalid value: records an error at the value and returns false.
 ** Present and good: stores the value and returns true. Strings are copied
 ** into dx->arena.
+**
+** Each is an inline wrapper that makes the key's tly_key where it is called
+** (a constant for a literal) around the _k function that does the work: a
+** pod's decode reads about 90 fields, and hashing each key at run time, as
+** a `const char *` handed down can only be, was 6% of a load's instructions.
 */
-bool tly_dx_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out);
-bool tly_dx_bool(tly_dctx *dx, const tly_node *map, const char *key, bool *out);
-bool tly_dx_int32(tly_dctx *dx, const tly_node *map, const char *key, int32_t *out);
-bool tly_dx_int64(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out);
+bool tly_dx_str_k(tly_dctx *dx, const tly_node *map, tly_key key, const char **out);
+bool tly_dx_bool_k(tly_dctx *dx, const tly_node *map, tly_key key, bool *out);
+bool tly_dx_int32_k(tly_dctx *dx, const tly_node *map, tly_key key, int32_t *out);
+bool tly_dx_int64_k(tly_dctx *dx, const tly_node *map, tly_key key, int64_t *out);
+bool tly_dx_qty_k(tly_dctx *dx, const tly_node *map, tly_key key, tly_qty *out);
+bool tly_dx_time_k(tly_dctx *dx, const tly_node *map, tly_key key, int64_t *out);
+const tly_node *tly_dx_map_k(tly_dctx *dx, const tly_node *map, tly_key key);
+const tly_node *tly_dx_seq_k(tly_dctx *dx, const tly_node *map, tly_key key);
+bool tly_dx_kvs_k(tly_dctx *dx, const tly_node *map, tly_key key, tly_kvs *out);
+bool tly_dx_strlist_k(tly_dctx *dx, const tly_node *map, tly_key key, const char ***out, uint32_t *n);
+bool tly_dx_rlist_k(tly_dctx *dx, const tly_node *map, tly_key key, tly_rlist *out);
+bool tly_dx_conditions_k(tly_dctx *dx, const tly_node *map, tly_key key, tly_conditions *out);
+bool tly_dx_req_str_k(tly_dctx *dx, const tly_node *map, tly_key key, const char **out);
+bool tly_dx_enum_k(tly_dctx *dx, const tly_node *map, tly_key key, const char *const *allowed,
+                   const char **out);
+
+static inline bool tly_dx_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+{
+    return tly_dx_str_k(dx, map, tly_key_of(key), out);
+}
+static inline bool tly_dx_bool(tly_dctx *dx, const tly_node *map, const char *key, bool *out)
+{
+    return tly_dx_bool_k(dx, map, tly_key_of(key), out);
+}
+static inline bool tly_dx_int32(tly_dctx *dx, const tly_node *map, const char *key, int32_t *out)
+{
+    return tly_dx_int32_k(dx, map, tly_key_of(key), out);
+}
+static inline bool tly_dx_int64(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
+{
+    return tly_dx_int64_k(dx, map, tly_key_of(key), out);
+}
 /* A quantity: a string or a number (int-or-string, as Kubernetes accepts). */
-bool tly_dx_qty(tly_dctx *dx, const tly_node *map, const char *key, tly_qty *out);
+static inline bool tly_dx_qty(tly_dctx *dx, const tly_node *map, const char *key, tly_qty *out)
+{
+    return tly_dx_qty_k(dx, map, tly_key_of(key), out);
+}
 /* An RFC 3339 time, to Unix seconds (fractions dropped). */
-bool tly_dx_time(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out);
+static inline bool tly_dx_time(tly_dctx *dx, const tly_node *map, const char *key, int64_t *out)
+{
+    return tly_dx_time_k(dx, map, tly_key_of(key), out);
+}
 /* A map / a list; wrong type: error, NULL. */
-const tly_node *tly_dx_map(tly_dctx *dx, const tly_node *map, const char *key);
-const tly_node *tly_dx_seq(tly_dctx *dx, const tly_node *map, const char *key);
+static inline const tly_node *tly_dx_map(tly_dctx *dx, const tly_node *map, const char *key)
+{
+    return tly_dx_map_k(dx, map, tly_key_of(key));
+}
+static inline const tly_node *tly_dx_seq(tly_dctx *dx, const tly_node *map, const char *key)
+{
+    return tly_dx_seq_k(dx, map, tly_key_of(key));
+}
 /* A map of strings to strings (labels, annotations, nodeSelector). */
-bool tly_dx_kvs(tly_dctx *dx, const tly_node *map, const char *key, tly_kvs *out);
+static inline bool tly_dx_kvs(tly_dctx *dx, const tly_node *map, const char *key, tly_kvs *out)
+{
+    return tly_dx_kvs_k(dx, map, tly_key_of(key), out);
+}
 /* A list of strings. */
-bool tly_dx_strlist(tly_dctx *dx, const tly_node *map, const char *key,
-                    const char ***out, uint32_t *n);
+static inline bool tly_dx_strlist(tly_dctx *dx, const tly_node *map, const char *key, const char ***out,
+                                  uint32_t *n)
+{
+    return tly_dx_strlist_k(dx, map, tly_key_of(key), out, n);
+}
 /* A ResourceList: resource name -> quantity, names interned. */
-bool tly_dx_rlist(tly_dctx *dx, const tly_node *map, const char *key, tly_rlist *out);
+static inline bool tly_dx_rlist(tly_dctx *dx, const tly_node *map, const char *key, tly_rlist *out)
+{
+    return tly_dx_rlist_k(dx, map, tly_key_of(key), out);
+}
 /* A list of conditions (type, status, reason, message, the three times). */
-bool tly_dx_conditions(tly_dctx *dx, const tly_node *map, const char *key,
-                       tly_conditions *out);
+static inline bool tly_dx_conditions(tly_dctx *dx, const tly_node *map, const char *key,
+                                     tly_conditions *out)
+{
+    return tly_dx_conditions_k(dx, map, tly_key_of(key), out);
+}
 /* A label selector (matchLabels, matchExpressions) at `node` itself. */
 bool tly_dx_label_selector(tly_dctx *dx, const tly_node *node, tly_selector *out);
 /* A node selector term (matchExpressions, matchFields) at `node` itself. */
 bool tly_dx_node_selector_term(tly_dctx *dx, const tly_node *node, tly_selector *out);
 
 /* Required variants: absent or null is an error "required field is missing". */
-bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out);
+static inline bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+{
+    return tly_dx_req_str_k(dx, map, tly_key_of(key), out);
+}
 
 /*
 ** An enum string: present and one of the NULL-terminated `allowed` values,
 ** else an error that lists them.
 */
-bool tly_dx_enum(tly_dctx *dx, const tly_node *map, const char *key,
-                 const char *const *allowed, const char **out);
+static inline bool tly_dx_enum(tly_dctx *dx, const tly_node *map, const char *key, const char *const *allowed,
+                               const char **out)
+{
+    return tly_dx_enum_k(dx, map, tly_key_of(key), allowed, out);
+}
 
 /*
 ** A DRA attribute value at `v` itself (the current path names it): a map

@@ -99,13 +99,35 @@ static inline void tly_node_set_key(tly_node *n, const char *key, size_t len)
 const tly_node *tly_node_get_hashed(const tly_node *map, const char *key, uint32_t h);
 
 /*
+** A key with its length and hash. Made by the inline tly_key_of() at the
+** call site, so for a literal (nearly every field a decoder reads) both are
+** constants, however many functions the key is handed through after.
+*/
+typedef struct {
+    const char *s;
+    uint32_t len, hash;
+} tly_key;
+
+static inline tly_key tly_key_of(const char *s)
+{
+    size_t n = strlen(s);
+    return (tly_key){s, (uint32_t)n, tly_key_hash(s, n)};
+}
+
+/* Member k of a map, or NULL (maps only). */
+static inline const tly_node *tly_node_get_key(const tly_node *map, tly_key k)
+{
+    return tly_node_get_hashed(map, k.s, k.hash);
+}
+
+/*
 ** Member key of a map, or NULL (maps only). Inline so that for a literal
 ** key, which is nearly every call, the compiler folds strlen and the hash
 ** to a constant: the decoders read about 90 fields a pod this way.
 */
 static inline const tly_node *tly_node_get(const tly_node *map, const char *key)
 {
-    return tly_node_get_hashed(map, key, tly_key_hash(key, strlen(key)));
+    return tly_node_get_key(map, tly_key_of(key));
 }
 /* Element i of a sequence, or NULL. */
 const tly_node *tly_node_at(const tly_node *seq, uint32_t i);
