@@ -207,7 +207,7 @@ void tly_store_add(tly_store *s, int kind, tly_meta *obj)
 {
     tly_objvec *v = &s->kinds[kind];
     char *key = object_key(s->arena, kind, obj->ns, obj->name);
-    uint32_t prev = byname_index(tly_strmap_get(&s->byname, key, strlen(key)));
+    uint32_t prev = byname_index(tly_strmap_add(&s->byname, key, strlen(key), byname_val(kind, v->n)));
     if (prev) {
         tly_meta *old = v->v[prev - 1];
         tly_diags_add(s->diags, TLY_SEV_WARNING, obj->src.file, obj->src.line, obj->src.col,
@@ -223,7 +223,6 @@ void tly_store_add(tly_store *s, int kind, tly_meta *obj)
         v->v = tly_xrealloc(v->v, v->cap * sizeof *v->v);
     }
     v->v[v->n++] = obj;
-    tly_strmap_put(&s->byname, key, strlen(key), byname_val(kind, v->n - 1));
     if (kind == TLY_K_CONFIG)
         s->config = (const tly_config *)obj;
 }
@@ -255,18 +254,14 @@ static int cmp_key_at(const void *pa, const void *pb, void *keys)
     return strcmp(k[*(const uint32_t *)pa], k[*(const uint32_t *)pb]);
 }
 
-/* Sorts each run of equal keys that is not in (namespace, name) order already. */
-static void sort_unordered_groups(entry *e, uint32_t n)
+/* Sorts e[0..n) (one key's entries) by (namespace, name) unless they are in that order already. */
+static void sort_group(entry *e, uint32_t n)
 {
-    for (uint32_t i = 0; i < n;) {
-        uint32_t j = i + 1;
-        bool ordered = true;
-        for (; j < n && (e[j].key == e[i].key || !strcmp(e[j].key, e[i].key)); j++)
-            ordered &= cmp_meta(&e[j - 1].obj, &e[j].obj) <= 0;
-        if (!ordered)
-            qsort(e + i, j - i, sizeof *e, cmp_entry);
-        i = j;
-    }
+    for (uint32_t j = 1; j < n; j++)
+        if (cmp_meta(&e[j - 1].obj, &e[j].obj) > 0) {
+            qsort(e, n, sizeof *e, cmp_entry);
+            return;
+        }
 }
 
 /*
@@ -291,11 +286,10 @@ static void index_build(tly_index *ix, entry *e, uint32_t n)
     uint32_t *group = tly_xmalloc(n * sizeof *group), ng = 0;
     for (uint32_t i = 0; i < n; i++) {
         size_t len = strlen(e[i].key);
-        uintptr_t g = (uintptr_t)tly_strmap_get(&groups, e[i].key, len);
+        uintptr_t g = (uintptr_t)tly_strmap_add(&groups, e[i].key, len, (void *)(uintptr_t)(ng + 1));
         if (!g) {
             distinct[ng] = e[i].key;
             g = ++ng;
-            tly_strmap_put(&groups, e[i].key, len, (void *)g);
         }
         group[i] = (uint32_t)g - 1;
     }
@@ -314,7 +308,9 @@ static void index_build(tly_index *ix, entry *e, uint32_t n)
     entry *out = tly_xmalloc(n * sizeof *out);
     for (uint32_t i = 0; i < n; i++)
         out[first[group[i]]++] = e[i];
-    sort_unordered_groups(out, n);
+    /* first[g] is now the end of group g, start[g + 1] its size. */
+    for (uint32_t g = 0; g < ng; g++)
+        sort_group(out + first[g] - start[g + 1], start[g + 1]);
     for (uint32_t i = 0; i < n; i++) {
         ix->v[i] = out[i].obj;
         ix->keys[i] = out[i].key;
@@ -349,9 +345,9 @@ static void build_indexes(tly_store *s);
 
 /* A kind's object while it is sorted: a key that compares as (namespace, name) mostly without a string. */
 typedef struct {
-    uint64_t prefix;   /* the name's first 8 bytes, big-endian, zero-padded */
-    uint32_t nsrank;   /* the namespace's place among the kind's namespaces */
-    uint32_t old;      /* index before sorting */
+    uint64_t prefix[2]; /* the name's first 16 bytes, big-endian, zero-padded */
+    uint32_t nsrank;    /* the namespace's place among the kind's namespaces */
+    uint32_t old;       /* index before sorting */
     tly_meta *m;
 } sortrec;
 
@@ -360,19 +356,21 @@ static int cmp_sortrec(const void *pa, const void *pb)
     const sortrec *a = pa, *b = pb;
     if (a->nsrank != b->nsrank)
         return a->nsrank < b->nsrank ? -1 : 1;
-    if (a->prefix != b->prefix)
-        return a->prefix < b->prefix ? -1 : 1;
-    /* Equal first 8 bytes: equal names if those held the NUL, else the rest decides. */
-    return (a->prefix & 0xff) ? strcmp(a->m->name + 8, b->m->name + 8) : 0;
+    for (int w = 0; w < 2; w++)
+        if (a->prefix[w] != b->prefix[w])
+            return a->prefix[w] < b->prefix[w] ? -1 : 1;
+    /* Equal first 16 bytes: equal names if those held the NUL, else the rest decides. */
+    return (a->prefix[1] & 0xff) ? strcmp(a->m->name + 16, b->m->name + 16) : 0;
 }
 
-static uint64_t name_prefix(const char *name)
+/* 8 bytes of name from *i on, big-endian, zeros after its end; *i moves past them. */
+static uint64_t name_word(const char *name, size_t *i)
 {
     uint64_t p = 0;
-    size_t i = 0;
-    for (; i < 8 && name[i]; i++)
-        p = p << 8 | (unsigned char)name[i];
-    return p << (8 * (8 - i));
+    size_t k = 0;
+    for (; k < 8 && name[*i]; k++)
+        p = p << 8 | (unsigned char)name[(*i)++];
+    return k ? p << (8 * (8 - k)) : 0;
 }
 
 /* Ranks of the kind's namespaces (strcmp order; NULL and "" first) into rank[i]. */
@@ -385,11 +383,10 @@ static void rank_namespaces(tly_meta *const *v, uint32_t n, uint32_t *rank)
     for (uint32_t i = 0; i < n; i++) {
         const char *ns = v[i]->ns ? v[i]->ns : "";
         size_t len = strlen(ns);
-        uintptr_t d = (uintptr_t)tly_strmap_get(&seen, ns, len);
+        uintptr_t d = (uintptr_t)tly_strmap_add(&seen, ns, len, (void *)(uintptr_t)(nd + 1));
         if (!d) {
             distinct[nd] = ns;
             d = ++nd;
-            tly_strmap_put(&seen, ns, len, (void *)d);
         }
         rank[i] = (uint32_t)d - 1;
     }
@@ -412,7 +409,7 @@ static void rank_namespaces(tly_meta *const *v, uint32_t n, uint32_t *rank)
 ** (new index by old; the caller frees it), or NULL when nothing moved: a
 ** dump from the API server or kubectl comes nearly sorted, so the order is
 ** checked first. Otherwise the sort compares a namespace rank and the
-** name's first 8 bytes as integers, held next to each other: comparing the
+** name's first 16 bytes as integers, held next to each other: comparing the
 ** strings themselves read two objects' names from all over the store at
 ** every step (a 100,000-pod store spent an eighth of its load there).
 */
@@ -428,7 +425,9 @@ static uint32_t *sort_objects(tly_objvec *v)
     rank_namespaces((tly_meta *const *)v->v, n, rank);
     for (i = 0; i < n; i++) {
         tly_meta *m = v->v[i];
-        r[i] = (sortrec){name_prefix(m->name), rank[i], i, m};
+        size_t at = 0;
+        uint64_t w0 = name_word(m->name, &at), w1 = at == 8 ? name_word(m->name, &at) : 0;
+        r[i] = (sortrec){{w0, w1}, rank[i], i, m};
     }
     qsort(r, n, sizeof *r, cmp_sortrec);
     uint32_t *to = rank;  /* reused: rank is not needed any more */

@@ -63,14 +63,28 @@ static inline bool slot_is(const tly_strmap_slot *s, const char *key, size_t len
     return s->hash == h && s->len == len && memcmp(s->key, key, len) == 0;
 }
 
+/*
+** The 32 bits of a key's hash that a slot keeps. Its first slot is given by
+** the top bits of the same 32, so growing the table places every entry from
+** its slot alone: reading each key again to hash it went to memory once per
+** entry, at random, every time a big map doubled.
+*/
+static inline uint32_t hash32(const char *key, size_t len) { return (uint32_t)(hash64(key, len) >> 32); }
+
+static inline size_t first_slot(uint32_t h, size_t cap)
+{
+    /* cap is a power of two, 64 <= cap <= 2^32 */
+    return (size_t)(((uint64_t)h * cap) >> 32);
+}
+
 void *tly_strmap_get(const tly_strmap *m, const char *key, size_t len)
 {
     if (!m->cap)
         return NULL;
-    uint64_t h = hash64(key, len);
-    size_t i = h & (m->cap - 1);
+    uint32_t h = hash32(key, len);
+    size_t i = first_slot(h, m->cap);
     while (m->slots[i].key) {
-        if (slot_is(&m->slots[i], key, len, (uint32_t)(h >> 32)))
+        if (slot_is(&m->slots[i], key, len, h))
             return m->slots[i].val;
         i = (i + 1) & (m->cap - 1);
     }
@@ -78,14 +92,15 @@ void *tly_strmap_get(const tly_strmap *m, const char *key, size_t len)
 }
 
 /*
-** Doubles the table. A slot keeps only the high half of its key's hash (to
-** compare), so each key's hash is computed again to place it. Big tables
-** come from pages.c, zeroed and on huge pages: a store's name map of
+** Doubles the table, placing each entry by the hash its slot keeps. Big
+** tables come from pages.c, zeroed and on huge pages: a store's name map of
 ** 100,000 pods is 6 MiB of slots written at random.
 */
 static void strmap_grow(tly_strmap *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
+    if (ncap > ((size_t)1 << 32))
+        tly_oom();  /* 2^31 keys: first_slot's 32 bits would not spread them */
     size_t bytes = ncap * sizeof(tly_strmap_slot), paged = 0;
     tly_strmap_slot *slots;
     if (bytes >= TLY_PAGES_UNIT) {
@@ -98,7 +113,7 @@ static void strmap_grow(tly_strmap *m)
         const tly_strmap_slot *o = &m->slots[j];
         if (!o->key)
             continue;
-        size_t i = hash64(o->key, o->len) & (ncap - 1);
+        size_t i = first_slot(o->hash, ncap);
         while (slots[i].key)
             i = (i + 1) & (ncap - 1);
         slots[i] = *o;
@@ -109,7 +124,17 @@ static void strmap_grow(tly_strmap *m)
     m->paged = paged;
 }
 
-void *tly_strmap_put(tly_strmap *m, const char *key, size_t len, void *val)
+/* The slot of key, or the empty slot where it would go (the table has room). */
+static tly_strmap_slot *find_slot(tly_strmap *m, const char *key, size_t len, uint32_t h)
+{
+    size_t i = first_slot(h, m->cap);
+    while (m->slots[i].key && !slot_is(&m->slots[i], key, len, h))
+        i = (i + 1) & (m->cap - 1);
+    return &m->slots[i];
+}
+
+/* The slot for key after making room for one more entry. */
+static tly_strmap_slot *slot_for_put(tly_strmap *m, const char *key, size_t len, uint32_t *h)
 {
     if (len > UINT32_MAX)
         tly_oom();
@@ -118,19 +143,31 @@ void *tly_strmap_put(tly_strmap *m, const char *key, size_t len, void *val)
         strmap_grow(m);
         m->n = n;
     }
-    uint64_t h = hash64(key, len);
-    uint32_t hi = (uint32_t)(h >> 32);
-    size_t i = h & (m->cap - 1);
-    while (m->slots[i].key) {
-        tly_strmap_slot *s = &m->slots[i];
-        if (slot_is(s, key, len, hi)) {
-            void *old = s->val;
-            s->val = val;
-            return old;
-        }
-        i = (i + 1) & (m->cap - 1);
+    *h = hash32(key, len);
+    return find_slot(m, key, len, *h);
+}
+
+void *tly_strmap_put(tly_strmap *m, const char *key, size_t len, void *val)
+{
+    uint32_t h;
+    tly_strmap_slot *s = slot_for_put(m, key, len, &h);
+    if (s->key) {
+        void *old = s->val;
+        s->val = val;
+        return old;
     }
-    m->slots[i] = (tly_strmap_slot){.key = key, .val = val, .len = (uint32_t)len, .hash = hi};
+    *s = (tly_strmap_slot){.key = key, .val = val, .len = (uint32_t)len, .hash = h};
+    m->n++;
+    return NULL;
+}
+
+void *tly_strmap_add(tly_strmap *m, const char *key, size_t len, void *val)
+{
+    uint32_t h;
+    tly_strmap_slot *s = slot_for_put(m, key, len, &h);
+    if (s->key)
+        return s->val;
+    *s = (tly_strmap_slot){.key = key, .val = val, .len = (uint32_t)len, .hash = h};
     m->n++;
     return NULL;
 }

@@ -13,7 +13,7 @@ typedef struct {
     const char *key;  /* NULL: empty */
     void *val;
     uint32_t len;
-    uint32_t hash;    /* the key's hash's high half */
+    uint32_t hash;    /* 32 bits of the key's hash: compared, and where it goes (strmap.c) */
 } tly_strmap_slot;
 
 typedef struct {
@@ -33,5 +33,7 @@ void tly_strmap_free(tly_strmap *m);
 void *tly_strmap_get(const tly_strmap *m, const char *key, size_t len);
 /* Sets key to val; returns the previous value or NULL. A key over 4 GiB is tly_oom(). */
 void *tly_strmap_put(tly_strmap *m, const char *key, size_t len, void *val);
+/* Adds key with val unless it is there: returns the value it has (unchanged), or NULL when added. */
+void *tly_strmap_add(tly_strmap *m, const char *key, size_t len, void *val);
 
 #endif

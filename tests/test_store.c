@@ -117,6 +117,64 @@ static void test_same_object_twice_later_wins_with_warning(void **state)
     tly_store_destroy(s);
 }
 
+/*
+** Objects read out of order come out sorted by (namespace, name) in byte
+** order, names past their first 16 bytes included, every one still found by
+** name; a duplicate read after others replaces the first in its sorted
+** place; pods on a node come by (namespace, name) too.
+*/
+static void test_sorted_by_namespace_and_name_and_found(void **state)
+{
+    (void)state;
+    static const char *const pods[][3] = {
+        /* namespace, name, node */
+        {"b", "same-first-sixteen-bytes-z", "n2"}, {"a-b", "x", "n1"}, {"a", "x", "n2"},
+        {"b", "same-first-sixteen-bytes-a", "n1"}, {"b", "same-first-sixteen", "n2"},
+        {"a", "y\u00e9", "n1"}, {"a", "y", "n2"}, {"b", "same-first-sixteen-bytes", "n1"},
+        {"a", "x", "n3"},  /* a duplicate: replaces the third */
+    };
+    tbuf b = {0};
+    tbuf_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");
+    for (size_t i = 0; i < sizeof pods / sizeof *pods; i++) {
+        char one[256];
+        snprintf(one, sizeof one,
+                 "%s{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"%s\","
+                 "\"name\":\"%s\"},\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\"}]}}",
+                 i ? "," : "", pods[i][0], pods[i][1], pods[i][2]);
+        tbuf_puts(&b, one);
+    }
+    tbuf_puts(&b, "]}");
+    tly_store *s = tly_store_create();
+    tly_store_load_json(s, "pods.json", b.p, b.n);
+    tly_store_finish(s);
+    free(b.p);
+    static const char *const want[][2] = {
+        {"a", "x"}, {"a", "y"}, {"a", "y\xc3\xa9"}, {"a-b", "x"}, {"b", "same-first-sixteen"},
+        {"b", "same-first-sixteen-bytes"}, {"b", "same-first-sixteen-bytes-a"}, {"b", "same-first-sixteen-bytes-z"},
+    };
+    uint32_t n = tly_store_count(s, TLY_K_POD);
+    assert_int_equal(n, sizeof want / sizeof *want);
+    for (uint32_t i = 0; i < n; i++) {
+        const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
+        assert_string_equal(p->meta.ns, want[i][0]);
+        assert_string_equal(p->meta.name, want[i][1]);
+        assert_ptr_equal(tly_store_find(s, TLY_K_POD, want[i][0], want[i][1]), p);
+    }
+    const tly_pod *dup = tly_store_find(s, TLY_K_POD, "a", "x");
+    assert_string_equal(dup->node_name, "n3");
+    uint32_t k;
+    tly_pod *const *on = tly_store_pods_on_node(s, "n1", &k);
+    assert_int_equal(k, 4);
+    static const char *const n1[] = {"y\xc3\xa9", "x", "same-first-sixteen-bytes", "same-first-sixteen-bytes-a"};
+    for (uint32_t i = 0; i < k; i++)
+        assert_string_equal(on[i]->meta.name, n1[i]);
+    on = tly_store_pods_on_node(s, "n2", &k);
+    assert_int_equal(k, 3);
+    assert_string_equal(on[0]->meta.name, "y");
+    assert_string_equal(on[2]->meta.name, "same-first-sixteen-bytes-z");
+    tly_store_destroy(s);
+}
+
 static void test_syntax_error_reports_position_and_next_document_loads(void **state)
 {
     (void)state;
@@ -284,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_json_list_as_kubectl_prints_it),
         cmocka_unit_test(test_unknown_kind_is_a_note_not_an_error),
         cmocka_unit_test(test_same_object_twice_later_wins_with_warning),
+        cmocka_unit_test(test_sorted_by_namespace_and_name_and_found),
         cmocka_unit_test(test_syntax_error_reports_position_and_next_document_loads),
         cmocka_unit_test(test_missing_name_skips_object_with_error),
         cmocka_unit_test(test_duplicate_key_and_alias_are_errors),
