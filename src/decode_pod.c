@@ -23,6 +23,8 @@
 */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tally/decode.h"
@@ -106,6 +108,49 @@ static bool is_pod_level_resource(const char *name)
 enum { RL_CONTAINER = 1, RL_POD_LEVEL = 2 };
 
 /*
+** What the rules below ask of a resource's name, by id for the fixed names
+** (no string work for cpu, memory or a GPU, nearly every entry of every
+** pod), by name for the rest.
+*/
+typedef struct {
+    bool container_ok;  /* allowed in a container's resources */
+    bool pod_level_ok;  /* allowed in pod-level spec.resources */
+    bool extended;      /* a device count: whole numbers only */
+    bool overcommit;    /* a request may be below its limit */
+} rname_rules;
+
+static rname_rules rules_of(const tly_names *names, uint32_t id)
+{
+    switch (id) {
+    case TLY_R_CPU:
+    case TLY_R_MEMORY: return (rname_rules){true, true, false, true};
+    case TLY_R_EPHEMERAL_STORAGE: return (rname_rules){true, false, false, true};
+    case TLY_R_NVIDIA_GPU:
+    case TLY_R_AMD_GPU: return (rname_rules){true, false, true, false};
+    default: break;
+    }
+    const char *name = tly_names_str(names, id);
+    return (rname_rules){strchr(name, '/') || is_standard_container_resource(name), is_pod_level_resource(name),
+                         is_extended(name), overcommit_allowed(name)};
+}
+
+/* An error at owner.key.name (the value there, for its position). */
+static void rl_error(tly_dctx *dx, const tly_node *owner, const char *key, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6), cold, noinline));
+
+static void rl_error(tly_dctx *dx, const tly_node *owner, const char *key, const char *name, const char *fmt, ...)
+{
+    size_t mark = tly_dx_push(dx, key);
+    char msg[4096];  /* a message names the resource twice at most: names are under 320 bytes */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tly_dx_error(dx, tly_node_get(member(owner, key), name), name, "%s", msg);
+    tly_dx_pop(dx, mark);
+}
+
+/*
 ** Checks each value of the list owner.key (already decoded into l): names
 ** allowed where it appears, no negative amounts, whole numbers of devices.
 ** Diagnostics point at the value, with the path ...<key>.<resource>; the
@@ -114,28 +159,28 @@ enum { RL_CONTAINER = 1, RL_POD_LEVEL = 2 };
 static void check_rlist_values(tly_dctx *dx, const tly_node *owner, const char *key,
                                const tly_rlist *l, int where)
 {
-    if (l->n == 0)
-        return;
-    const tly_node *map = member(owner, key);
-    size_t mark = tly_dx_push(dx, key);
     for (uint32_t i = 0; i < l->n; i++) {
-        const char *name = tly_names_str(dx->names, l->v[i].id);
+        rname_rules r = rules_of(dx->names, l->v[i].id);
         tly_qty q = l->v[i].q;
-        if (where == RL_CONTAINER && !strchr(name, '/') && !is_standard_container_resource(name))
-            tly_dx_error(dx, tly_node_get(map, name), name,
-                         "must be a standard resource for containers (cpu, memory, "
-                         "ephemeral-storage, hugepages-<size>) or a domain-prefixed extended "
-                         "resource such as nvidia.com/gpu");
-        if (where == RL_POD_LEVEL && !is_pod_level_resource(name))
-            tly_dx_error(dx, tly_node_get(map, name), name,
-                         "not supported in pod-level resources: must be cpu, memory or "
-                         "hugepages-<size>");
-        if (tly_qty_sign(q) < 0)
-            tly_dx_error(dx, tly_node_get(map, name), name, "must be greater than or equal to 0");
-        else if (is_extended(name) && q.nanos % 1000000000 != 0)
-            tly_dx_error(dx, tly_node_get(map, name), name, "must be an integer");
+        bool negative = tly_qty_sign(q) < 0, fraction = !negative && r.extended && q.nanos % 1000000000 != 0;
+        if (!(where == RL_CONTAINER && !r.container_ok) && !(where == RL_POD_LEVEL && !r.pod_level_ok) &&
+            !negative && !fraction)
+            continue;
+        const char *name = tly_names_str(dx->names, l->v[i].id);
+        if (where == RL_CONTAINER && !r.container_ok)
+            rl_error(dx, owner, key, name,
+                     "must be a standard resource for containers (cpu, memory, "
+                     "ephemeral-storage, hugepages-<size>) or a domain-prefixed extended "
+                     "resource such as nvidia.com/gpu");
+        if (where == RL_POD_LEVEL && !r.pod_level_ok)
+            rl_error(dx, owner, key, name,
+                     "not supported in pod-level resources: must be cpu, memory or "
+                     "hugepages-<size>");
+        if (negative)
+            rl_error(dx, owner, key, name, "must be greater than or equal to 0");
+        else if (fraction)
+            rl_error(dx, owner, key, name, "must be an integer");
     }
-    tly_dx_pop(dx, mark);
 }
 
 /*
@@ -146,32 +191,29 @@ static void check_rlist_values(tly_dctx *dx, const tly_node *owner, const char *
 static void check_requests_vs_limits(tly_dctx *dx, const tly_node *res, const tly_rlist *req,
                                      const tly_rlist *lim)
 {
-    const tly_node *reqmap = req->n ? member(res, "requests") : NULL;
-    size_t mark = tly_dx_push(dx, "requests");
     for (uint32_t i = 0; i < req->n; i++) {
-        const char *name = tly_names_str(dx->names, req->v[i].id);
         bool has_limit = false;
         tly_qty l = tly_rlist_get(lim, req->v[i].id, &has_limit);
+        bool overcommit = rules_of(dx->names, req->v[i].id).overcommit;
         if (!has_limit) {
-            if (!overcommit_allowed(name))
-                tly_dx_error(dx, tly_node_get(reqmap, name), name,
-                             "limit must be set for non-overcommittable resource %s (set only "
-                             "limits.%s; the request defaults to it)",
-                             name, name);
+            const char *name = tly_names_str(dx->names, req->v[i].id);
+            if (!overcommit)
+                rl_error(dx, res, "requests", name,
+                         "limit must be set for non-overcommittable resource %s (set only "
+                         "limits.%s; the request defaults to it)",
+                         name, name);
             continue;
         }
         int c = tly_qty_cmp(req->v[i].q, l);
-        bool equal_only = !overcommit_allowed(name);
-        if (c == 0 || (c < 0 && !equal_only))
+        if (c == 0 || (c < 0 && overcommit))
             continue;
+        const char *name = tly_names_str(dx->names, req->v[i].id);
         char buf[TLY_QTY_BUFSZ];
         tly_qty_format(l, buf, sizeof buf);
-        tly_dx_error(dx, tly_node_get(reqmap, name), name,
-                     equal_only ? "must be equal to %s limit of %s"
-                                : "must be less than or equal to %s limit of %s",
-                     name, buf);
+        rl_error(dx, res, "requests", name,
+                 !overcommit ? "must be equal to %s limit of %s" : "must be less than or equal to %s limit of %s",
+                 name, buf);
     }
-    tly_dx_pop(dx, mark);
 }
 
 /* API server defaulting (SetDefaults_Pod): a limit without a request sets the request. */

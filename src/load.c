@@ -35,6 +35,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "jsonread.h"
 #include "store_int.h"
 #include "strmap.h"
@@ -944,7 +948,21 @@ static size_t utf8_invalid_at(const unsigned char *p, size_t len)
 {
     size_t i = 0;
     while (i < len) {
-        /* ASCII eight bytes at a time (most of any Kubernetes dump). */
+        /*
+        ** ASCII 64 bytes at a time with SSE2 (the x86-64 baseline), then
+        ** eight: most of any Kubernetes dump. Eight at a time was 3% of a
+        ** whole load's instructions.
+        */
+#if defined(__SSE2__)
+        while (len - i >= 64) {
+            const __m128i *v = (const __m128i *)(const void *)(p + i);
+            __m128i any = _mm_or_si128(_mm_or_si128(_mm_loadu_si128(v), _mm_loadu_si128(v + 1)),
+                                       _mm_or_si128(_mm_loadu_si128(v + 2), _mm_loadu_si128(v + 3)));
+            if (_mm_movemask_epi8(any))
+                break;
+            i += 64;
+        }
+#endif
         while (len - i >= 8) {
             uint64_t w;
             memcpy(&w, p + i, 8);

@@ -405,6 +405,38 @@ static void test_streamed_items_agree(void **state)
     }
 }
 
+/*
+** tly_utf8_invalid_at finds the first bad byte wherever it is: in or after
+** a run of ASCII read 64 or 8 bytes at a time, and after valid two-, three-
+** and four-byte characters; a text that is all valid gives its length.
+*/
+static void test_utf8_check_finds_the_first_bad_byte(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"\xff", "\xc0\xaf", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                      "\xc3"};
+    static const char *const good[] = {"a", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+    char buf[400];
+    for (size_t at = 0; at < 260; at++)
+        for (size_t g = 0; g < sizeof good / sizeof *good; g++)
+            for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+                /* at bytes of ASCII, one good character, then a bad sequence and ASCII after it */
+                memset(buf, 'x', at);
+                size_t n = at, gl = strlen(good[g]), bl = strlen(bad[b]);
+                memcpy(buf + n, good[g], gl);
+                n += gl;
+                size_t want = n;
+                memcpy(buf + n, bad[b], bl);
+                n += bl;
+                if (b + 1 < sizeof bad / sizeof *bad) {
+                    memset(buf + n, 'y', 70);
+                    n += 70;
+                }
+                assert_int_equal(tly_utf8_invalid_at(buf, n), want);
+                assert_int_equal(tly_utf8_invalid_at(buf, want), want);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_random_documents_agree),
         cmocka_unit_test(test_compact_and_spaced_agree),
         cmocka_unit_test(test_streamed_items_agree),
+        cmocka_unit_test(test_utf8_check_finds_the_first_bad_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
