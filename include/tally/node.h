@@ -46,6 +46,7 @@ struct tly_node {
     uint8_t type;       /* a tly_ntype */
     bool bval;          /* TLY_N_BOOL */
     uint8_t flags;      /* TLY_NF_* */
+    uint8_t klen;       /* strlen(key), or 255 for 255 and longer (tly_node_set_key) */
     uint32_t line, col; /* 1-based position of the value */
     uint32_t kline, kcol; /* position of the key, for map members */
     uint32_t khash;     /* tly_key_hash of key (tly_node_set_key); 0: not computed */
@@ -84,10 +85,11 @@ static inline uint32_t tly_key_hash(const char *key, size_t len)
     return r ? r : 1;
 }
 
-/* Gives map member n its key (key[0..len) is NUL-terminated) and the key's hash. */
+/* Gives map member n its key (key[0..len) is NUL-terminated, len its strlen) and the key's hash. */
 static inline void tly_node_set_key(tly_node *n, const char *key, size_t len)
 {
     n->key = key;
+    n->klen = (uint8_t)(len < 255 ? len : 255);
     n->khash = tly_key_hash(key, len);
 }
 
@@ -114,10 +116,25 @@ static inline tly_key tly_key_of(const char *s)
     return (tly_key){s, (uint32_t)n, tly_key_hash(s, n)};
 }
 
-/* Member k of a map, or NULL (maps only). */
+/*
+** Member k of a map, or NULL (maps only). A map a reader built
+** (TLY_NF_UNIQUE: every member's key set by tly_node_set_key, no key twice)
+** is searched here, inline: a member matches when its hash and length do
+** and then its bytes, which for a literal key the compiler compares as a
+** word or two. A decoder's lookups take about three steps each, so the
+** call and the strcmp were most of their cost. Other maps take the general
+** path (the last of a repeated key, members without a hash).
+*/
 static inline const tly_node *tly_node_get_key(const tly_node *map, tly_key k)
 {
-    return tly_node_get_hashed(map, k.s, k.hash);
+    if (!map || map->type != TLY_N_MAP)
+        return NULL;
+    if (!(map->flags & TLY_NF_UNIQUE) || k.len >= 255)
+        return tly_node_get_hashed(map, k.s, k.hash);
+    for (const tly_node *m = map->kids; m; m = m->next)
+        if (m->khash == k.hash && m->klen == k.len && memcmp(m->key, k.s, k.len) == 0)
+            return m;
+    return NULL;
 }
 
 /*
