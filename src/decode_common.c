@@ -8,6 +8,7 @@
 ** full field path, so the decoders themselves only say what they want.
 */
 #include "tally/decode.h"
+#include "tally/textcache.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -130,21 +131,33 @@ static void wrong_type(tly_dctx *dx, const tly_node *n, const char *key, const c
 ** The getters below look a member up once and read it with these (the
 ** lookup is most of a field's cost).
 */
-static bool str_of(tly_dctx *dx, const tly_node *n, const char *key, const char **out)
+const char *tly_dx_text(tly_dctx *dx, const char *s, size_t len)
+{
+    return dx->texts ? tly_textcache_get(dx->texts, s, len) : tly_arena_strndup(dx->arena, s, len);
+}
+
+/* n's text, copied (shared: through the text cache, for values that repeat across objects). */
+static bool str_of(tly_dctx *dx, const tly_node *n, const char *key, const char **out, bool shared)
 {
     if (n->type != TLY_N_STRING) {
         wrong_type(dx, n, key, "a string");
         return false;
     }
-    *out = tly_arena_strndup(dx->arena, n->str, n->len);
+    *out = shared ? tly_dx_text(dx, n->str, n->len) : tly_arena_strndup(dx->arena, n->str, n->len);
     return true;
+}
+
+bool tly_dx_shared_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char **out)
+{
+    const tly_node *n = member_k(map, fk);
+    return n && str_of(dx, n, fk.s, out, true);
 }
 
 bool tly_dx_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char **out)
 {
     const char *key = fk.s;
     const tly_node *n = member_k(map, fk);
-    return n && str_of(dx, n, key, out);
+    return n && str_of(dx, n, key, out, false);
 }
 
 bool tly_dx_req_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char **out)
@@ -155,7 +168,7 @@ bool tly_dx_req_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char 
         tly_dx_error(dx, map, key, "required field is missing");
         return false;
     }
-    return str_of(dx, n, key, out);
+    return str_of(dx, n, key, out, false);
 }
 
 bool tly_dx_bool_k(tly_dctx *dx, const tly_node *map, tly_key fk, bool *out)
@@ -290,7 +303,7 @@ bool tly_dx_kvs_k(tly_dctx *dx, const tly_node *map, tly_key fk, tly_kvs *out)
            what kubectl itself rejects ("cannot unmarshal number into ...
            string"), so say so rather than guess. */
         if (k->type == TLY_N_NULL) {
-            out->v[out->n].key = tly_arena_strdup(dx->arena, k->key);
+            out->v[out->n].key = tly_dx_text(dx, k->key, strlen(k->key));
             out->v[out->n++].val = "";
             continue;
         }
@@ -299,8 +312,8 @@ bool tly_dx_kvs_k(tly_dctx *dx, const tly_node *map, tly_key fk, tly_kvs *out)
                          tly_ntype_name(k->type));
             continue;
         }
-        out->v[out->n].key = tly_arena_strdup(dx->arena, k->key);
-        out->v[out->n++].val = tly_arena_strndup(dx->arena, k->str, k->len);
+        out->v[out->n].key = tly_dx_text(dx, k->key, strlen(k->key));
+        out->v[out->n++].val = tly_dx_text(dx, k->str, k->len);
     }
     tly_dx_pop(dx, mark);
     return true;
@@ -385,13 +398,16 @@ bool tly_dx_conditions_k(tly_dctx *dx, const tly_node *map, tly_key fk,
         }
         tly_condition *c = &out->v[out->n];
         c->last_probe = c->last_transition = c->last_heartbeat = TLY_NO_TIME;
-        if (!tly_dx_req_str(dx, k, "type", &c->type)) {
+        const tly_node *type = member(k, "type");
+        if (!type)
+            tly_dx_error(dx, k, "type", "required field is missing");
+        if (!type || !str_of(dx, type, "type", &c->type, true)) {
             tly_dx_pop(dx, m2);
             continue;
         }
-        tly_dx_str(dx, k, "status", &c->status);
-        tly_dx_str(dx, k, "reason", &c->reason);
-        tly_dx_str(dx, k, "message", &c->message);
+        tly_dx_shared_str(dx, k, "status", &c->status);
+        tly_dx_shared_str(dx, k, "reason", &c->reason);
+        tly_dx_shared_str(dx, k, "message", &c->message);
         tly_dx_time(dx, k, "lastProbeTime", &c->last_probe);
         tly_dx_time(dx, k, "lastTransitionTime", &c->last_transition);
         tly_dx_time(dx, k, "lastHeartbeatTime", &c->last_heartbeat);
@@ -487,9 +503,15 @@ bool tly_dx_enum_k(tly_dctx *dx, const tly_node *map, tly_key fk,
                  const char *const *allowed, const char **out)
 {
     const char *key = fk.s;
-    const char *v;
-    if (!tly_dx_str_k(dx, map, fk, &v))
+    /* Compared in place: a match is the caller's constant, so nothing is copied. */
+    const tly_node *vn = member_k(map, fk);
+    if (!vn)
         return false;
+    if (vn->type != TLY_N_STRING) {
+        wrong_type(dx, vn, key, "a string");
+        return false;
+    }
+    const char *v = vn->str;
     for (const char *const *a = allowed; *a; a++)
         if (!strcmp(v, *a)) {
             *out = *a;

@@ -434,8 +434,8 @@ static bool decode_toleration(tly_dctx *dx, const tly_node *item, tly_toleration
     if (!item_is_map(dx, item))
         return false;
     bool ok = true;
-    tly_dx_str(dx, item, "key", &t->key);
-    tly_dx_str(dx, item, "value", &t->value);
+    tly_dx_shared_str(dx, item, "key", &t->key);
+    tly_dx_shared_str(dx, item, "value", &t->value);
     if (!member(item, "operator"))
         t->op = "Equal";
     else if (!tly_dx_enum(dx, item, "operator", toleration_ops, &t->op))
@@ -664,7 +664,7 @@ static void decode_spec(tly_dctx *dx, const tly_node *obj, tly_pod *out)
         check_rlist_values(dx, spec, "overhead", &out->overhead, 0);
     decode_pod_resources(dx, spec, out);
 
-    tly_dx_str(dx, spec, "nodeName", &out->node_name);
+    tly_dx_shared_str(dx, spec, "nodeName", &out->node_name);
     if (out->node_name && !*out->node_name)
         out->node_name = NULL;  /* "" is how some tools write "not bound" */
     tly_dx_kvs(dx, spec, "nodeSelector", &out->node_selector);
@@ -673,10 +673,10 @@ static void decode_spec(tly_dctx *dx, const tly_node *obj, tly_pod *out)
     decode_tolerations(dx, spec, out);
 
     /* The API server defaults an empty schedulerName too. */
-    if (!tly_dx_str(dx, spec, "schedulerName", &out->scheduler_name) || !*out->scheduler_name)
+    if (!tly_dx_shared_str(dx, spec, "schedulerName", &out->scheduler_name) || !*out->scheduler_name)
         out->scheduler_name = "default-scheduler";
     out->has_priority = tly_dx_int32(dx, spec, "priority", &out->priority);
-    tly_dx_str(dx, spec, "priorityClassName", &out->priority_class_name);
+    tly_dx_shared_str(dx, spec, "priorityClassName", &out->priority_class_name);
     if (out->priority_class_name && !*out->priority_class_name)
         out->priority_class_name = NULL;
     decode_gates(dx, spec, out);

@@ -530,7 +530,7 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
     }
     tly_dctx dx = {
         .arena = arena, .names = env->names, .diags = env->diags, .file = env->file,
-        .kind = tly_kind_name(ke->k), .objname = name, .root = root,
+        .kind = tly_kind_name(ke->k), .objname = name, .root = root, .texts = env->texts,
     };
     if (!md || md->type != TLY_N_MAP || !name || !*name) {
         tly_dx_error(&dx, md ? md : root, md ? "metadata.name" : "metadata",
@@ -565,9 +565,9 @@ tly_meta *tly_decode_object(const tly_decode_env *env, const tly_node *root, int
     }
     tly_meta *m = tly_arena_zalloc(arena, ke->size);
     m->kind = (uint8_t)ke->k;
-    m->api_version = tly_arena_strdup(arena, api);
+    m->api_version = tly_dx_text(&dx, api, strlen(api));
     m->name = tly_arena_strdup(arena, name);
-    m->ns = ns ? tly_arena_strdup(arena, ns) : NULL;
+    m->ns = ns ? tly_dx_text(&dx, ns, strlen(ns)) : NULL;
     m->created = m->deleted = TLY_NO_TIME;
     m->src.file = env->file;
     m->src.line = root->line;
@@ -628,7 +628,8 @@ static void handle_object(loader *L, const tly_node *root)
     }
     if (s->crds_keep)
         tly_crdset_keep(s->crds, root, L->file);
-    tly_decode_env env = {.arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file};
+    tly_decode_env env = {.arena = s->arena, .names = s->names, .diags = s->diags, .file = L->file,
+                          .texts = s->texts};
     int errors = 0;
     tly_meta *m = tly_decode_object(&env, root, &errors);
     L->errors += errors;

@@ -16,6 +16,7 @@
 #include "store_int.h"
 #include "tally/crd.h"
 #include "tally/error.h"
+#include "tally/textcache.h"
 
 #define DEFAULT_SCHEDULER "kai-scheduler"
 #define DEFAULT_QUEUE_LABEL "kai.scheduler/queue"
@@ -36,7 +37,12 @@ static tly_store *store_create(size_t block, tly_names *names)
     return s;
 }
 
-tly_store *tly_store_create(void) { return store_create(1 << 20, NULL); }
+tly_store *tly_store_create(void)
+{
+    tly_store *s = store_create(1 << 20, NULL);
+    s->texts = tly_textcache_create(s->arena);
+    return s;
+}
 
 /* 16 KiB: a 4 KB pod and its strings in one or two blocks, all under the mmap threshold. */
 tly_store *tly_store_create_one(tly_names *names) { return store_create(16 * 1024, names); }
@@ -138,6 +144,7 @@ void tly_store_destroy(tly_store *s)
     if (s->crds_owned)
         tly_crdset_destroy(s->crds);
     tly_strmap_free(&s->byname);
+    tly_textcache_destroy(s->texts);
     index_free(&s->pods_by_node);
     index_free(&s->runs_by_runtime);
     index_free(&s->runtime_pods);

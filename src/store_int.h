@@ -27,6 +27,7 @@ typedef struct {
 
 struct tly_store {
     tly_arena *arena;             /* every decoded object and string */
+    struct tly_textcache *texts;  /* shared copies of repeated texts in arena (NULL: none) */
     tly_names *names;
     tly_diags *diags;
     tly_objvec kinds[TLY_K_COUNT];

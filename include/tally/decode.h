@@ -38,6 +38,7 @@ typedef struct {
     const char *kind;        /* "Pod", for messages */
     const char *objname;     /* "ns/name" or "name", for messages */
     const tly_node *root;    /* the object's root map: where object-level problems point */
+    struct tly_textcache *texts; /* shared copies of texts that repeat (textcache.h), or NULL */
     char path[TLY_PATH_MAX];
     size_t plen;
     uint32_t errors;         /* errors recorded for the current object */
@@ -54,6 +55,12 @@ typedef struct {
     tly_names *names;
     tly_diags *diags;
     const char *file;        /* must outlive the object (src.file points to it) */
+    /*
+    ** A text cache over arena (a store's, whose objects all live as long as
+    ** it), or NULL: every text its own copy (the live state frees objects
+    ** one by one, so their texts cannot be shared).
+    */
+    struct tly_textcache *texts;
 } tly_decode_env;
 
 /*
@@ -186,6 +193,18 @@ static inline bool tly_dx_conditions(tly_dctx *dx, const tly_node *map, const ch
 bool tly_dx_label_selector(tly_dctx *dx, const tly_node *node, tly_selector *out);
 /* A node selector term (matchExpressions, matchFields) at `node` itself. */
 bool tly_dx_node_selector_term(tly_dctx *dx, const tly_node *node, tly_selector *out);
+
+/*
+** A copy of s[0..len) for a decoded object: shared with an equal text
+** decoded before when dx has a text cache (textcache.h), else its own.
+*/
+const char *tly_dx_text(tly_dctx *dx, const char *s, size_t len);
+/* tly_dx_str for values that repeat across objects (node names, condition reasons): tly_dx_text's copy. */
+bool tly_dx_shared_str_k(tly_dctx *dx, const tly_node *map, tly_key key, const char **out);
+static inline bool tly_dx_shared_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
+{
+    return tly_dx_shared_str_k(dx, map, tly_key_of(key), out);
+}
 
 /* Required variants: absent or null is an error "required field is missing". */
 static inline bool tly_dx_req_str(tly_dctx *dx, const tly_node *map, const char *key, const char **out)
