@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tally/diag.h"
 #include "tally/store.h"
@@ -20,6 +21,21 @@ static inline double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+** Bytes resident (/proc/self/statm): the heap and what pages.c maps for big
+** arenas and tables, which mallinfo2 does not see. Huge pages count whole.
+*/
+static inline long long bench_resident(void)
+{
+    long long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%lld %lld", &size, &resident) != 2)
+        resident = -1;
+    if (f)
+        fclose(f);
+    return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
 }
 
 /* Heap bytes in use (glibc's mallinfo2, every arena): chunks handed out plus mmapped ones. */

@@ -302,15 +302,15 @@ fi
 # ---- Memory per node and per pod in the state (issue 8) ----
 # bench-mem loads tally-gen's kubectl-style node List (N and 2N GPU nodes) and
 # pod List (M and 2M pods, the load benchmark's input) through the loader and
-# takes the heap the finished store holds (mallinfo2, before and after); the
+# takes what the finished store holds resident (/proc/self/statm, before and after); the
 # difference between the two sizes over the count is the cost of one more
 # node or pod. Baseline column: the input bytes of one object, for scale.
 MEM_NODES=${BENCH_MEM_NODES:-5000}
 MEM_PODS=${BENCH_MEM_PODS:-20000}
 out=$(build-bench/bench-mem "$MEM_NODES" "$MEM_PODS")
 for what in node pod; do
-  read -r sz h a i < <(sed -n "s/^per $what (\([0-9]*\) -> \([0-9]*\)): heap \([0-9]*\) B, arena \([0-9]*\) B, input \([0-9]*\) B$/\1->\2 \3 \4 \5/p" <<<"$out")
-  printf '%-34s %10s %13sB %13sB %8s\n' "state heap / $what (vs input)" "$sz" "$h" "$i" \
+  read -r sz h a i < <(sed -n "s/^per $what (\([0-9]*\) -> \([0-9]*\)): resident \([0-9]*\) B, arena \([0-9]*\) B, input \([0-9]*\) B$/\1->\2 \3 \4 \5/p" <<<"$out")
+  printf '%-34s %10s %13sB %13sB %8s\n' "state resident / $what (vs input)" "$sz" "$h" "$i" \
     "$(awk -v a="$h" -v b="$i" 'BEGIN { printf "%.2f", a / b }')"
   printf '%-34s %10s %13sB %13sB %8s\n' "state arena used / $what (vs input)" "$sz" "$a" "$i" \
     "$(awk -v a="$a" -v b="$i" 'BEGIN { printf "%.2f", a / b }')"
