@@ -80,22 +80,15 @@ void tly_crdset_destroy(tly_crdset *c)
 
 /* ---- trees --------------------------------------------------------------- */
 
-/* A member that is present and not null. */
-static const tly_node *get(const tly_node *map, const char *key)
-{
-    const tly_node *n = map && map->type == TLY_N_MAP ? tly_node_get(map, key) : NULL;
-    return n && n->type != TLY_N_NULL ? n : NULL;
-}
-
 static const char *get_str(const tly_node *map, const char *key)
 {
-    const tly_node *n = get(map, key);
+    const tly_node *n = tly_node_member(map, key);
     return n && n->type == TLY_N_STRING ? n->str : NULL;
 }
 
 static bool get_bool(const tly_node *map, const char *key)
 {
-    const tly_node *n = get(map, key);
+    const tly_node *n = tly_node_member(map, key);
     return n && n->type == TLY_N_BOOL && n->bval;
 }
 
@@ -127,9 +120,10 @@ bool tly_crd_is_crd(const tly_node *root)
 
 void tly_crdset_add(tly_crdset *c, const tly_node *root, const char *file, tly_diags *d)
 {
-    const tly_node *spec = get(root, "spec"), *names = get(spec, "names"), *vs = get(spec, "versions");
+    const tly_node *spec = tly_node_member(root, "spec"), *names = tly_node_member(spec, "names");
+    const tly_node *vs = tly_node_member(spec, "versions");
     const char *group = get_str(spec, "group"), *kind = get_str(names, "kind");
-    const char *name = get_str(get(root, "metadata"), "name");
+    const char *name = get_str(tly_node_member(root, "metadata"), "name");
     if (!group || !kind || !vs || vs->type != TLY_N_SEQ) {
         tly_diags_add(d, TLY_SEV_WARNING, file, root->line, root->col, "CustomResourceDefinition",
                       name ? name : "-", "spec",
@@ -149,7 +143,7 @@ void tly_crdset_add(tly_crdset *c, const tly_node *root, const char *file, tly_d
         const char *vn = get_str(it, "name");
         if (!vn)
             continue;
-        const tly_node *schema = get(get(it, "schema"), "openAPIV3Schema");
+        const tly_node *schema = tly_node_member(tly_node_member(it, "schema"), "openAPIV3Schema");
         x->v[x->nv++] = (crd_version){tly_arena_strdup(c->a, vn), get_bool(it, "served"),
                                       schema ? tly_node_copy(schema, c->a) : NULL};
     }
@@ -435,9 +429,9 @@ static void check_string(vctx *v, const tly_node *val, const tly_node *s)
     double lim;
     if (pat)
         check_pattern(v, val, pat);
-    if (num_of(get(s, "minLength"), &lim) && (double)chars(val->str) < lim)
+    if (num_of(tly_node_member(s, "minLength"), &lim) && (double)chars(val->str) < lim)
         problem(v, val, "Invalid value: \"%.200s\": should be at least %.0f chars long", val->str, lim);
-    if (num_of(get(s, "maxLength"), &lim) && (double)chars(val->str) > lim)
+    if (num_of(tly_node_member(s, "maxLength"), &lim) && (double)chars(val->str) > lim)
         problem(v, val, "Too long: may not be more than %.0f bytes", lim);
     int64_t t;
     if (fmt && !strcmp(fmt, "date-time") && !tly_parse_time(val->str, &t))
@@ -448,11 +442,11 @@ static void check_number(vctx *v, const tly_node *val, const tly_node *s)
 {
     double x = strtod(val->str, NULL), lim;
     const char *fmt = get_str(s, "format");
-    if (num_of(get(s, "minimum"), &lim) &&
+    if (num_of(tly_node_member(s, "minimum"), &lim) &&
         (get_bool(s, "exclusiveMinimum") ? x <= lim : x < lim))
         problem(v, val, "Invalid value: %s: should be greater than %s%g", val->str,
                 get_bool(s, "exclusiveMinimum") ? "" : "or equal to ", lim);
-    if (num_of(get(s, "maximum"), &lim) &&
+    if (num_of(tly_node_member(s, "maximum"), &lim) &&
         (get_bool(s, "exclusiveMaximum") ? x >= lim : x > lim))
         problem(v, val, "Invalid value: %s: should be less than %s%g", val->str,
                 get_bool(s, "exclusiveMaximum") ? "" : "or equal to ", lim);
@@ -481,14 +475,15 @@ static void check_enum(vctx *v, const tly_node *val, const tly_node *en)
 /* An object's members against properties, additionalProperties and the unknown-field rule. */
 static void check_members(vctx *v, const tly_node *val, const tly_node *old, const tly_node *s, bool root)
 {
-    const tly_node *props = get(s, "properties"), *addl = get(s, "additionalProperties");
+    const tly_node *props = tly_node_member(s, "properties");
+    const tly_node *addl = tly_node_member(s, "additionalProperties");
     bool preserve = get_bool(s, "x-kubernetes-preserve-unknown-fields");
     for (const tly_node *m = val->kids; m; m = m->next) {
         if (root && (!strcmp(m->key, "apiVersion") || !strcmp(m->key, "kind") || !strcmp(m->key, "metadata")))
             continue;
-        const tly_node *ps = props ? get(props, m->key) : NULL;
+        const tly_node *ps = props ? tly_node_member(props, m->key) : NULL;
         /* Object members correlate with the old object's by key (transition rules, ratcheting). */
-        const tly_node *om = old && old->type == TLY_N_MAP ? get(old, m->key) : NULL;
+        const tly_node *om = old && old->type == TLY_N_MAP ? tly_node_member(old, m->key) : NULL;
         size_t mark = push_key(v, m->key);
         if (ps)
             check(v, m, om, ps, false);
@@ -498,18 +493,18 @@ static void check_members(vctx *v, const tly_node *val, const tly_node *old, con
             strict_problem(v, m, "unknown field \"%s\"", v->path);
         pop(v, mark);
     }
-    const tly_node *req = get(s, "required");
+    const tly_node *req = tly_node_member(s, "required");
     for (const tly_node *r = req && req->type == TLY_N_SEQ ? req->kids : NULL; r; r = r->next) {
-        if (r->type != TLY_N_STRING || get(val, r->str))
+        if (r->type != TLY_N_STRING || tly_node_member(val, r->str))
             continue;
         size_t mark = push_key(v, r->str);
         problem(v, val, "Required value");
         pop(v, mark);
     }
     double lim;
-    if (num_of(get(s, "minProperties"), &lim) && val->nkids < lim)
+    if (num_of(tly_node_member(s, "minProperties"), &lim) && val->nkids < lim)
         problem(v, val, "Invalid value: should have at least %.0f properties", lim);
-    if (num_of(get(s, "maxProperties"), &lim) && val->nkids > lim)
+    if (num_of(tly_node_member(s, "maxProperties"), &lim) && val->nkids > lim)
         problem(v, val, "Too many: %u: must have at most %.0f items", val->nkids, lim);
 }
 
@@ -519,7 +514,7 @@ static bool same_keys(const tly_node *a, const tly_node *b, const tly_node *keys
     for (const tly_node *k = keys->kids; k; k = k->next) {
         if (k->type != TLY_N_STRING)
             continue;
-        const tly_node *x = get(a, k->str), *y = get(b, k->str);
+        const tly_node *x = tly_node_member(a, k->str), *y = tly_node_member(b, k->str);
         if (!x != !y || (x && !same_value(x, y)))
             return false;
     }
@@ -543,9 +538,9 @@ static const tly_node *old_item(const tly_node *it, const tly_node *old, const c
 
 static void check_items(vctx *v, const tly_node *val, const tly_node *old, const tly_node *s)
 {
-    const tly_node *items = get(s, "items");
+    const tly_node *items = tly_node_member(s, "items");
     const char *lt = get_str(s, "x-kubernetes-list-type");
-    const tly_node *keys = get(s, "x-kubernetes-list-map-keys");
+    const tly_node *keys = tly_node_member(s, "x-kubernetes-list-map-keys");
     uint32_t i = 0;
     for (const tly_node *it = val->kids; it; it = it->next, i++) {
         size_t mark = push_idx(v, i);
@@ -563,9 +558,9 @@ static void check_items(vctx *v, const tly_node *val, const tly_node *old, const
         pop(v, mark);
     }
     double lim;
-    if (num_of(get(s, "minItems"), &lim) && val->nkids < lim)
+    if (num_of(tly_node_member(s, "minItems"), &lim) && val->nkids < lim)
         problem(v, val, "Invalid value: should have at least %.0f items", lim);
-    if (num_of(get(s, "maxItems"), &lim) && val->nkids > lim)
+    if (num_of(tly_node_member(s, "maxItems"), &lim) && val->nkids > lim)
         problem(v, val, "Too many: %u: must have at most %.0f items", val->nkids, lim);
 }
 
@@ -598,7 +593,7 @@ static void check_any_of(vctx *v, const tly_node *val, const tly_node *old, cons
 */
 static void check_rules(vctx *v, const tly_node *val, const tly_node *old, const tly_node *s)
 {
-    const tly_node *rules = get(s, "x-kubernetes-validations");
+    const tly_node *rules = tly_node_member(s, "x-kubernetes-validations");
     for (const tly_node *r = rules && rules->type == TLY_N_SEQ ? rules->kids : NULL; r; r = r->next) {
         const char *rule = get_str(r, "rule"), *msg = get_str(r, "message");
         if (!rule)
@@ -651,7 +646,7 @@ static void check(vctx *v, const tly_node *val, const tly_node *old, const tly_n
         problem(v, val, "Invalid value: %s: must be of type %s, not %s", shown(val, b, sizeof b), t, value_type(val));
         goto out;
     }
-    const tly_node *en = get(s, "enum"), *any = get(s, "anyOf");
+    const tly_node *en = tly_node_member(s, "enum"), *any = tly_node_member(s, "anyOf");
     if (en && en->type == TLY_N_SEQ)
         check_enum(v, val, en);
     if (any && any->type == TLY_N_SEQ)
@@ -693,7 +688,7 @@ static bool check_root(const tly_crdset *c, const tly_node *root, const tly_node
     const crd *x = find_crd(c, group, kind);
     if (!x)
         return false;
-    const tly_node *md = get(root, "metadata");
+    const tly_node *md = tly_node_member(root, "metadata");
     const char *ns = get_str(md, "namespace"), *name = get_str(md, "name");
     char full[512];
     snprintf(full, sizeof full, "%s%s%s", ns ? ns : "", ns ? "/" : "", name ? name : "-");
@@ -702,7 +697,7 @@ static bool check_root(const tly_crdset *c, const tly_node *root, const tly_node
     for (uint32_t i = 0; i < x->nv; i++)
         if (!strcmp(x->v[i].name, version))
             ver = &x->v[i];
-    const tly_node *avn = get(root, "apiVersion");
+    const tly_node *avn = tly_node_member(root, "apiVersion");
     if (!ver || !ver->served) {
         push_key(&v, "apiVersion");
         problem(&v, avn, "the CustomResourceDefinition of %s in the input %s version %s", kind,

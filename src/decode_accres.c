@@ -30,15 +30,6 @@
 
 #include "tally/decode.h"
 
-/* A member that is present and not null (absent and null mean "unset"). */
-static const tly_node *member(const tly_node *map, const char *key)
-{
-    if (!map || map->type != TLY_N_MAP)
-        return NULL;
-    const tly_node *n = tly_node_get(map, key);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
 static tly_src src_at(const tly_dctx *dx, const tly_node *n)
 {
     tly_src s = {dx->file, n->line, n->col};
@@ -124,7 +115,7 @@ static bool req_nonempty(tly_dctx *dx, const tly_node *map, const char *key, con
     if (!tly_dx_req_str(dx, map, key, &v))
         return false;
     if (v[0] == '\0') {
-        tly_dx_error(dx, member(map, key), key, "must not be empty");
+        tly_dx_error(dx, tly_node_member(map, key), key, "must not be empty");
         return false;
     }
     *out = v;
@@ -145,7 +136,7 @@ static void decode_unit(tly_dctx *dx, const tly_node *map, const char *key, cons
     for (const char *p = u; *p && ok; p++)
         ok = is_letter(*p);
     if (!ok) {
-        tly_dx_error(dx, member(map, key), key,
+        tly_dx_error(dx, tly_node_member(map, key), key,
                      "invalid unit \"%s\": expected a Kubernetes suffix (n, u, m, k, M, G, T, "
                      "P, E, Ki, Mi, Gi, Ti, Pi, Ei) or a word of letters such as percent",
                      u);
@@ -183,7 +174,7 @@ static void decode_device_attrs(tly_dctx *dx, const tly_node *mdra, tly_accsrc *
 static void decode_quantity_dra(tly_dctx *dx, const tly_node *qdra, tly_accsrc *s, bool keep)
 {
     static const char *const kinds[] = {"selectedCapacity", "opaqueConfigField"};
-    bool have[2] = {member(qdra, kinds[0]) != NULL, member(qdra, kinds[1]) != NULL};
+    bool have[2] = {tly_node_member(qdra, kinds[0]) != NULL, tly_node_member(qdra, kinds[1]) != NULL};
     if (have[0] + have[1] != 1) {
         char found[64];
         found_list(found, sizeof found, kinds, have, 2);
@@ -232,7 +223,7 @@ static int declared_kind(tly_dctx *dx, const tly_node *it)
     bool have[3];
     int nhave = 0;
     for (int i = 0; i < 3; i++) {
-        have[i] = member(it, kinds[i]) != NULL;
+        have[i] = tly_node_member(it, kinds[i]) != NULL;
         nhave += have[i];
     }
     if (nhave == 1)
@@ -269,7 +260,7 @@ static void decode_source(tly_dctx *dx, const tly_node *it, tly_accsrc *s)
     const char *rn;
     if (tly_dx_str(dx, it, "resourceName", &rn)) {
         if (!valid_qualified_name(rn)) {
-            tly_dx_error(dx, member(it, "resourceName"), "resourceName",
+            tly_dx_error(dx, tly_node_member(it, "resourceName"), "resourceName",
                          "invalid resource name \"%s\": expected an optional DNS subdomain "
                          "prefix and '/', then 1-63 letters, digits, '-', '_' or '.', "
                          "starting and ending with a letter or digit",
@@ -354,7 +345,7 @@ static void decode_source(tly_dctx *dx, const tly_node *it, tly_accsrc *s)
             const char *unit = NULL;
             decode_unit(dx, qpa, "unit", &unit);
             if (ok && unit && s->annotation_unit && strcmp(unit, s->annotation_unit) != 0)
-                tly_dx_error(dx, member(qpa, "unit"), "unit",
+                tly_dx_error(dx, tly_node_member(qpa, "unit"), "unit",
                              "unit \"%s\" conflicts with podAnnotation.unit \"%s\": set one of "
                              "them, or the same unit in both",
                              unit, s->annotation_unit);
@@ -383,7 +374,7 @@ void tly_decode_accres(tly_dctx *dx, const tly_node *obj, tly_accres *out)
         tly_qty lim;
         if (tly_dx_qty(dx, defaults, "limit", &lim)) {
             if (tly_qty_sign(lim) < 0 && lim.nanos != -(tly_i128)1000000000) {
-                tly_dx_error(dx, member(defaults, "limit"), "limit",
+                tly_dx_error(dx, tly_node_member(defaults, "limit"), "limit",
                              "must be -1 (unlimited) or a non-negative quantity");
             } else {
                 out->has_default_limit = true;
@@ -393,7 +384,7 @@ void tly_decode_accres(tly_dctx *dx, const tly_node *obj, tly_accres *out)
         tly_dx_pop(dx, dmark);
     }
 
-    const tly_node *sources = member(spec, "sources");
+    const tly_node *sources = tly_node_member(spec, "sources");
     const tly_node *seq = tly_dx_seq(dx, spec, "sources");
     if (!sources) {
         tly_dx_error(dx, spec, "sources", "sources is required");

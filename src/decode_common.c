@@ -109,19 +109,6 @@ void tly_dx_warn(tly_dctx *dx, const tly_node *at, const char *key, const char *
 
 /* ---- getters ------------------------------------------------------------- */
 
-/* The member, or NULL when absent or null. */
-static const tly_node *member(const tly_node *map, const char *key)
-{
-    const tly_node *n = tly_node_get(map, key);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
-static const tly_node *member_k(const tly_node *map, tly_key k)
-{
-    const tly_node *n = tly_node_get_key(map, k);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
 static void wrong_type(tly_dctx *dx, const tly_node *n, const char *key, const char *want)
 {
     tly_dx_error(dx, n, key, "expected %s, got %s", want, tly_ntype_name(n->type));
@@ -149,21 +136,21 @@ static bool str_of(tly_dctx *dx, const tly_node *n, const char *key, const char 
 
 bool tly_dx_shared_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char **out)
 {
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     return n && str_of(dx, n, fk.s, out, true);
 }
 
 bool tly_dx_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char **out)
 {
     const char *key = fk.s;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     return n && str_of(dx, n, key, out, false);
 }
 
 bool tly_dx_req_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char **out)
 {
     const char *key = fk.s;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     if (!n) {
         tly_dx_error(dx, map, key, "required field is missing");
         return false;
@@ -174,7 +161,7 @@ bool tly_dx_req_str_k(tly_dctx *dx, const tly_node *map, tly_key fk, const char 
 bool tly_dx_bool_k(tly_dctx *dx, const tly_node *map, tly_key fk, bool *out)
 {
     const char *key = fk.s;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     if (!n)
         return false;
     if (n->type != TLY_N_BOOL) {
@@ -205,7 +192,7 @@ static bool int64_of(tly_dctx *dx, const tly_node *n, const char *key, int64_t *
 bool tly_dx_int64_k(tly_dctx *dx, const tly_node *map, tly_key fk, int64_t *out)
 {
     const char *key = fk.s;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     return n && int64_of(dx, n, key, out);
 }
 
@@ -213,7 +200,7 @@ bool tly_dx_int32_k(tly_dctx *dx, const tly_node *map, tly_key fk, int32_t *out)
 {
     const char *key = fk.s;
     int64_t v;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     if (!n || !int64_of(dx, n, key, &v))
         return false;
     if (v < INT32_MIN || v > INT32_MAX) {
@@ -247,14 +234,14 @@ static bool qty_of(tly_dctx *dx, const tly_node *n, const char *key, tly_qty *ou
 bool tly_dx_qty_k(tly_dctx *dx, const tly_node *map, tly_key fk, tly_qty *out)
 {
     const char *key = fk.s;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     return n && qty_of(dx, n, key, out);
 }
 
 bool tly_dx_time_k(tly_dctx *dx, const tly_node *map, tly_key fk, int64_t *out)
 {
     const char *key = fk.s;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     if (!n)
         return false;
     if (n->type != TLY_N_STRING || !tly_parse_time(n->str, out)) {
@@ -267,7 +254,7 @@ bool tly_dx_time_k(tly_dctx *dx, const tly_node *map, tly_key fk, int64_t *out)
 const tly_node *tly_dx_map_k(tly_dctx *dx, const tly_node *map, tly_key fk)
 {
     const char *key = fk.s;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     if (!n)
         return NULL;
     if (n->type != TLY_N_MAP) {
@@ -280,7 +267,7 @@ const tly_node *tly_dx_map_k(tly_dctx *dx, const tly_node *map, tly_key fk)
 const tly_node *tly_dx_seq_k(tly_dctx *dx, const tly_node *map, tly_key fk)
 {
     const char *key = fk.s;
-    const tly_node *n = member_k(map, fk);
+    const tly_node *n = tly_node_member_key(map, fk);
     if (!n)
         return NULL;
     if (n->type != TLY_N_SEQ) {
@@ -357,7 +344,7 @@ bool tly_dx_rlist_k(tly_dctx *dx, const tly_node *map, tly_key fk, tly_rlist *ou
     for (const tly_node *k = m->kids; k; k = k->next) {
         /* Each entry as a lookup of its key reads it: the last of a repeated
            key, every time; in a map of unique keys that is the entry. */
-        const tly_node *e = unique ? (k->type != TLY_N_NULL ? k : NULL) : member(m, k->key);
+        const tly_node *e = unique ? (k->type != TLY_N_NULL ? k : NULL) : tly_node_member(m, k->key);
         tly_qty q;
         if (!e || !qty_of(dx, e, k->key, &q))
             continue;
@@ -398,7 +385,7 @@ bool tly_dx_conditions_k(tly_dctx *dx, const tly_node *map, tly_key fk,
         }
         tly_condition *c = &out->v[out->n];
         c->last_probe = c->last_transition = c->last_heartbeat = TLY_NO_TIME;
-        const tly_node *type = member(k, "type");
+        const tly_node *type = tly_node_member(k, "type");
         if (!type)
             tly_dx_error(dx, k, "type", "required field is missing");
         if (!type || !str_of(dx, type, "type", &c->type, true)) {
@@ -504,7 +491,7 @@ bool tly_dx_enum_k(tly_dctx *dx, const tly_node *map, tly_key fk,
 {
     const char *key = fk.s;
     /* Compared in place: a match is the caller's constant, so nothing is copied. */
-    const tly_node *vn = member_k(map, fk);
+    const tly_node *vn = tly_node_member_key(map, fk);
     if (!vn)
         return false;
     if (vn->type != TLY_N_STRING) {
@@ -544,7 +531,7 @@ bool tly_dx_attr_value(tly_dctx *dx, const tly_node *v, const char *name, tly_at
     char found[64] = "";
     size_t flen = 0;
     for (int i = 0; i < 4; i++) {
-        if (!member(v, types[i]))
+        if (!tly_node_member(v, types[i]))
             continue;
         which = i;
         nhave++;

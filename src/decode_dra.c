@@ -32,15 +32,6 @@
 
 #include "tally/decode.h"
 
-/* A member that is present and not null (absent and null mean "unset"). */
-static const tly_node *member(const tly_node *map, const char *key)
-{
-    if (!map || map->type != TLY_N_MAP)
-        return NULL;
-    const tly_node *n = tly_node_get(map, key);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
 /* A list item that must be a map; reports and returns false otherwise. */
 static bool item_is_map(tly_dctx *dx, const tly_node *it, const char *what)
 {
@@ -57,7 +48,7 @@ static bool req_nonempty(tly_dctx *dx, const tly_node *map, const char *key, con
     if (!tly_dx_req_str(dx, map, key, &v))
         return false;
     if (v[0] == '\0') {
-        tly_dx_error(dx, member(map, key), key, "must not be empty");
+        tly_dx_error(dx, tly_node_member(map, key), key, "must not be empty");
         return false;
     }
     *out = v;
@@ -79,7 +70,7 @@ static void decode_selectors(tly_dctx *dx, const tly_node *map, const char *key,
     for (const tly_node *it = seq->kids; it; it = it->next, i++) {
         size_t imark = tly_dx_push_idx(dx, i);
         if (item_is_map(dx, it, "a selector")) {
-            const tly_node *cel = member(it, "cel");
+            const tly_node *cel = tly_node_member(it, "cel");
             if (!cel) {
                 tly_dx_error(dx, it, "cel", "required field is missing");
             } else if ((cel = tly_dx_map(dx, it, "cel")) != NULL) {
@@ -111,9 +102,9 @@ static bool decode_device_toleration(tly_dctx *dx, const tly_node *it, tly_toler
     tly_dx_str(dx, it, "key", &t->key);
     tly_dx_str(dx, it, "value", &t->value);
     t->op = "Equal";
-    if (member(it, "operator") && !tly_dx_enum(dx, it, "operator", ops, &t->op))
+    if (tly_node_member(it, "operator") && !tly_dx_enum(dx, it, "operator", ops, &t->op))
         ok = false;
-    if (member(it, "effect") && !tly_dx_enum(dx, it, "effect", effects, &t->effect))
+    if (tly_node_member(it, "effect") && !tly_dx_enum(dx, it, "effect", effects, &t->effect))
         ok = false;
     if (t->key && !*t->key)
         t->key = NULL;
@@ -168,13 +159,13 @@ static void decode_constraints(tly_dctx *dx, const tly_node *devices, tly_claim_
             tly_dx_strlist(dx, it, "requests", &c->requests, &c->nrequests);
             tly_dx_str(dx, it, "matchAttribute", &c->match_attribute);
             if (c->match_attribute && !strchr(c->match_attribute, '/')) {
-                tly_dx_error(dx, member(it, "matchAttribute"), "matchAttribute",
+                tly_dx_error(dx, tly_node_member(it, "matchAttribute"), "matchAttribute",
                              "must be a fully qualified name (domain/name)");
                 c->match_attribute = NULL;
             }
-            if (member(it, "distinctAttribute"))
+            if (tly_node_member(it, "distinctAttribute"))
                 c->unsupported = "distinctAttribute";
-            else if (!c->match_attribute && !member(it, "matchAttribute"))
+            else if (!c->match_attribute && !tly_node_member(it, "matchAttribute"))
                 c->unsupported = "a constraint without matchAttribute";
         }
         tly_dx_pop(dx, imark);
@@ -198,10 +189,10 @@ static void decode_exact(tly_dctx *dx, const tly_node *m, tly_device_request *r)
     r->count = all ? 0 : 1;
     if (tly_dx_int64(dx, m, "count", &count)) {
         if (all)
-            tly_dx_error(dx, member(m, "count"), "count",
+            tly_dx_error(dx, tly_node_member(m, "count"), "count",
                          "must not be set when allocationMode is All");
         else if (count <= 0)
-            tly_dx_error(dx, member(m, "count"), "count", "must be greater than zero (got %lld)",
+            tly_dx_error(dx, tly_node_member(m, "count"), "count", "must be greater than zero (got %lld)",
                          (long long)count);
         else
             r->count = count;
@@ -251,13 +242,13 @@ static void decode_request(tly_dctx *dx, const tly_node *it, bool v1beta1,
     req_nonempty(dx, it, "name", &r->name);
     r->count = 1;
     r->allocation_mode = "ExactCount";
-    bool fa = member(it, "firstAvailable") != NULL;
+    bool fa = tly_node_member(it, "firstAvailable") != NULL;
 
     if (v1beta1) {
         if (fa) {
             r->first_available = true;
-            if (member(it, "deviceClassName"))
-                tly_dx_error(dx, member(it, "deviceClassName"), "deviceClassName",
+            if (tly_node_member(it, "deviceClassName"))
+                tly_dx_error(dx, tly_node_member(it, "deviceClassName"), "deviceClassName",
                              "must not be set together with firstAvailable");
             check_first_available(dx, it, r);
         } else {
@@ -266,13 +257,13 @@ static void decode_request(tly_dctx *dx, const tly_node *it, bool v1beta1,
         return;
     }
 
-    const tly_node *exactly = member(it, "exactly");
+    const tly_node *exactly = tly_node_member(it, "exactly");
     if (!exactly == !fa) {
         tly_dx_error(dx, it, NULL, "must set exactly one of exactly or firstAvailable%s",
                      exactly ? " (found both)" : "");
         /* The likeliest cause: a v1beta1 request under a v1 apiVersion. */
-        if (!exactly && member(it, "deviceClassName"))
-            tly_dx_error(dx, member(it, "deviceClassName"), "deviceClassName",
+        if (!exactly && tly_node_member(it, "deviceClassName"))
+            tly_dx_error(dx, tly_node_member(it, "deviceClassName"), "deviceClassName",
                          "must be under exactly (only resource.k8s.io/v1beta1 puts it on the "
                          "request itself)");
     }
@@ -311,7 +302,7 @@ static void decode_config(tly_dctx *dx, const tly_node *map, const char *key,
             if (opaque) {
                 size_t omark = tly_dx_push(dx, "opaque");
                 req_nonempty(dx, opaque, "driver", &c->driver);
-                const tly_node *params = member(opaque, "parameters");
+                const tly_node *params = tly_node_member(opaque, "parameters");
                 if (params)
                     c->parameters = tly_node_copy(params, dx->arena);
                 tly_dx_pop(dx, omark);
@@ -480,7 +471,7 @@ void tly_decode_claim_template(tly_dctx *dx, const tly_node *obj, tly_claim_temp
     if (!spec)
         return;
     size_t mark = tly_dx_push(dx, "spec");
-    const tly_node *inner = member(spec, "spec");
+    const tly_node *inner = tly_node_member(spec, "spec");
     if (!inner) {
         tly_dx_error(dx, spec, "spec", "required field is missing");
     } else if ((inner = tly_dx_map(dx, spec, "spec")) != NULL) {
@@ -530,7 +521,7 @@ static void decode_qty_map(tly_dctx *dx, const tly_node *body, const char *key,
         bool ok;
         if (c->type == TLY_N_MAP) {
             size_t cmark = tly_dx_push(dx, c->key);
-            if (!member(c, "value")) {
+            if (!tly_node_member(c, "value")) {
                 tly_dx_error(dx, c, "value", "required field is missing");
                 ok = false;
             } else {
@@ -639,7 +630,7 @@ void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_s
     size_t mark = tly_dx_push(dx, "spec");
     req_nonempty(dx, spec, "driver", &out->driver);
 
-    const tly_node *pool = member(spec, "pool");
+    const tly_node *pool = tly_node_member(spec, "pool");
     if (!pool) {
         tly_dx_error(dx, spec, "pool", "required field is missing");
     } else if ((pool = tly_dx_map(dx, spec, "pool")) != NULL) {
@@ -647,10 +638,10 @@ void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_s
         req_nonempty(dx, pool, "name", &out->pool);
         tly_dx_int64(dx, pool, "generation", &out->generation);
         tly_dx_int64(dx, pool, "resourceSliceCount", &out->slice_count);
-        if (!member(pool, "resourceSliceCount"))
+        if (!tly_node_member(pool, "resourceSliceCount"))
             tly_dx_error(dx, pool, "resourceSliceCount", "required field is missing");
         else if (out->slice_count <= 0)
-            tly_dx_error(dx, member(pool, "resourceSliceCount"), "resourceSliceCount",
+            tly_dx_error(dx, tly_node_member(pool, "resourceSliceCount"), "resourceSliceCount",
                          "must be greater than zero");
         tly_dx_pop(dx, pmark);
     }
@@ -675,7 +666,7 @@ void tly_decode_resource_slice(tly_dctx *dx, const tly_node *obj, tly_resource_s
                 tly_device *d = &out->devices[out->ndevices];
                 if (req_nonempty(dx, it, "name", &d->name)) {
                     /* v1beta1 nests the device's content under `basic`. */
-                    if (member(it, "basic")) {
+                    if (tly_node_member(it, "basic")) {
                         const tly_node *basic = tly_dx_map(dx, it, "basic");
                         size_t bmark = tly_dx_push(dx, "basic");
                         decode_device_body(dx, basic, out, d);

@@ -39,15 +39,6 @@
 #define RUN_TOPOLOGY_KEY "kruntimes.io/runtime-pod"
 #define RUN_MAX_AFFINITY_TERMS 32
 
-/* A member that is present and not null (absent and null mean "unset"). */
-static const tly_node *member(const tly_node *map, const char *key)
-{
-    if (!map || map->type != TLY_N_MAP)
-        return NULL;
-    const tly_node *n = tly_node_get(map, key);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
 static tly_src src_at(const tly_dctx *dx, const tly_node *n)
 {
     tly_src s = {dx->file, n->line, n->col};
@@ -96,7 +87,7 @@ void tly_decode_runtime(tly_dctx *dx, const tly_node *obj, tly_runtime *out)
     if (cap) {
         size_t cmark = tly_dx_push(dx, "capacity");
         if (tly_dx_rlist(dx, cap, "resources", &out->capacity))
-            warn_unprojectable(dx, member(cap, "resources"));
+            warn_unprojectable(dx, tly_node_member(cap, "resources"));
         tly_dx_pop(dx, cmark);
     }
     tly_dx_pop(dx, mark);
@@ -110,7 +101,7 @@ static void decode_run_runtime(tly_dctx *dx, const tly_node *spec, tly_run *out)
     const char *rt;
     if (!tly_dx_req_str(dx, spec, "runtime", &rt))
         return;
-    const tly_node *at = member(spec, "runtime");
+    const tly_node *at = tly_node_member(spec, "runtime");
     size_t len = strlen(rt);
     if (len < 1 || len > 63) {
         tly_dx_error(dx, at, "runtime", "must be 1 to 63 characters long (got %zu)", len);
@@ -171,15 +162,15 @@ static void decode_run_requests(tly_dctx *dx, const tly_node *resources, tly_run
 /* spec.mode: exactly one of task, function. */
 static void decode_run_mode(tly_dctx *dx, const tly_node *spec, tly_run *out)
 {
-    if (!member(spec, "mode")) {
+    if (!tly_node_member(spec, "mode")) {
         tly_dx_error(dx, spec, "mode", "required field is missing");
         return;
     }
     const tly_node *mode = tly_dx_map(dx, spec, "mode");
     if (!mode)
         return;
-    bool task = member(mode, "task") != NULL;
-    bool function = member(mode, "function") != NULL;
+    bool task = tly_node_member(mode, "task") != NULL;
+    bool function = tly_node_member(mode, "function") != NULL;
     if (task == function) {
         tly_dx_error(dx, mode, "mode", "exactly one of task or function must be set");
         return;
@@ -202,7 +193,7 @@ static void decode_run_mode(tly_dctx *dx, const tly_node *spec, tly_run *out)
 */
 static const char *term_error(tly_dctx *dx, const tly_node *t, bool *selector_bad)
 {
-    const tly_node *sel = member(t, "labelSelector");
+    const tly_node *sel = tly_node_member(t, "labelSelector");
     const tly_node *at;
     const char *field;
     const char *serr = tly_label_selector_error(dx->arena, sel, &at, &field);
@@ -212,7 +203,7 @@ static const char *term_error(tly_dctx *dx, const tly_node *t, bool *selector_ba
                        "%s: kruntimes' scheduler cannot compile this selector, so the Run "
                        "ends Failed (pod selection failed)",
                        serr);
-    const tly_node *tk = member(t, "topologyKey");
+    const tly_node *tk = tly_node_member(t, "topologyKey");
     const char *key = tk && tk->type == TLY_N_STRING ? tk->str : "";
     if (strcmp(key, RUN_TOPOLOGY_KEY) != 0)
         return tly_arena_printf(dx->arena, "unsupported run affinity topology key \"%s\"", key);
@@ -245,13 +236,14 @@ static bool decode_affinity_term(tly_dctx *dx, const tly_node *t, tly_run_affini
     bool selector_bad;
     note_term_error(dx, first, term_error(dx, t, &selector_bad));
     bool ok = !selector_bad;
-    const tly_node *sel = member(t, "labelSelector");
+    const tly_node *sel = tly_node_member(t, "labelSelector");
     if (!sel) {
         tly_dx_error(dx, t, "labelSelector", "required field is missing");
         ok = false;
     } else if (!selector_bad) {
         size_t mark = tly_dx_push(dx, "labelSelector");
-        const tly_node *ml = member(sel, "matchLabels"), *me = member(sel, "matchExpressions");
+        const tly_node *ml = tly_node_member(sel, "matchLabels");
+        const tly_node *me = tly_node_member(sel, "matchExpressions");
         if (!tly_dx_label_selector(dx, sel, &out->selector)) {
             ok = false;
         } else if ((!ml || ml->nkids == 0) && (!me || me->nkids == 0)) {
@@ -263,7 +255,7 @@ static bool decode_affinity_term(tly_dctx *dx, const tly_node *t, tly_run_affini
     }
     if (tly_dx_req_str(dx, t, "topologyKey", &out->topology_key)) {
         if (strcmp(out->topology_key, RUN_TOPOLOGY_KEY) != 0) {
-            tly_dx_error(dx, member(t, "topologyKey"), "topologyKey",
+            tly_dx_error(dx, tly_node_member(t, "topologyKey"), "topologyKey",
                          "unsupported value \"%s\": must be \"" RUN_TOPOLOGY_KEY "\"",
                          out->topology_key);
             ok = false;
@@ -328,17 +320,17 @@ static void decode_affinity(tly_dctx *dx, const tly_node *affinity, const char *
                 ok = false;
             } else {
                 int32_t w = 0;
-                if (!member(t, "weight")) {
+                if (!tly_node_member(t, "weight")) {
                     tly_dx_error(dx, t, "weight", "required field is missing");
                     ok = false;
                 } else if (!tly_dx_int32(dx, t, "weight", &w)) {
                     ok = false;
                 } else if (w < 1 || w > 100) {
-                    tly_dx_error(dx, member(t, "weight"), "weight",
+                    tly_dx_error(dx, tly_node_member(t, "weight"), "weight",
                                  "must be between 1 and 100 (got %d)", (int)w);
                     ok = false;
                 }
-                const tly_node *rt = member(t, "runAffinityTerm");
+                const tly_node *rt = tly_node_member(t, "runAffinityTerm");
                 if (!rt) {
                     tly_dx_error(dx, t, "runAffinityTerm", "required field is missing");
                     /* Go's zero term: no topology key. */
@@ -381,7 +373,7 @@ static void decode_run_status(tly_dctx *dx, const tly_node *obj, tly_run *out)
 void tly_decode_run(tly_dctx *dx, const tly_node *obj, tly_run *out)
 {
     const tly_node *spec = NULL;
-    if (!member(obj, "spec"))
+    if (!tly_node_member(obj, "spec"))
         tly_dx_error(dx, NULL, "spec", "required field is missing");
     else
         spec = tly_dx_map(dx, obj, "spec");

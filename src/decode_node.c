@@ -18,13 +18,6 @@
 
 static const char *const taint_effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute", NULL};
 
-/* A member that is present and not null (absent and null mean "unset"). */
-static const tly_node *member(const tly_node *map, const char *key)
-{
-    const tly_node *n = tly_node_get(map, key);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
 /* spec.taints[i]: {key, value, effect}. Returns false when the entry is unusable. */
 static bool decode_taint(tly_dctx *dx, const tly_node *item, tly_taint *t)
 {
@@ -34,13 +27,13 @@ static bool decode_taint(tly_dctx *dx, const tly_node *item, tly_taint *t)
     }
     bool ok = tly_dx_req_str(dx, item, "key", &t->key);
     if (ok && t->key[0] == '\0') {
-        tly_dx_error(dx, member(item, "key"), "key", "must not be empty");
+        tly_dx_error(dx, tly_node_member(item, "key"), "key", "must not be empty");
         ok = false;
     }
     /* An empty value is the same as none; keep one spelling for the engine. */
     if (tly_dx_str(dx, item, "value", &t->value) && t->value[0] == '\0')
         t->value = NULL;
-    if (!member(item, "effect")) {
+    if (!tly_node_member(item, "effect")) {
         tly_dx_error(dx, item, "effect",
                      "required field is missing: must be one of NoSchedule, PreferNoSchedule, "
                      "NoExecute");

@@ -38,13 +38,6 @@ static const char *const unsatisfiable_actions[] = {"DoNotSchedule", "ScheduleAn
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* A member that is present and not null (absent and null mean "unset"). */
-static const tly_node *member(const tly_node *map, const char *key)
-{
-    const tly_node *n = tly_node_get(map, key);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
 /* List items must be maps; anything else is reported once and skipped. */
 static bool item_is_map(tly_dctx *dx, const tly_node *item)
 {
@@ -146,7 +139,7 @@ static void rl_error(tly_dctx *dx, const tly_node *owner, const char *key, const
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tly_dx_error(dx, tly_node_get(member(owner, key), name), name, "%s", msg);
+    tly_dx_error(dx, tly_node_get(tly_node_member(owner, key), name), name, "%s", msg);
     tly_dx_pop(dx, mark);
 }
 
@@ -264,7 +257,7 @@ static bool decode_container(tly_dctx *dx, const tly_node *item, bool init, tly_
             if (strcmp(rp, "Always") == 0)
                 c->restart_always = true;
             else
-                tly_dx_error(dx, member(item, "restartPolicy"), "restartPolicy",
+                tly_dx_error(dx, tly_node_member(item, "restartPolicy"), "restartPolicy",
                              "\"%s\" is not allowed: an init container's restartPolicy must be "
                              "Always (a sidecar) or unset",
                              rp);
@@ -300,7 +293,7 @@ static bool name_used(const tly_node *seq, const tly_node *upto, const char *nam
     if (!seq || seq->type != TLY_N_SEQ)
         return false;
     for (const tly_node *p = seq->kids; p && p != upto; p = p->next) {
-        const tly_node *pn = member(p, "name");
+        const tly_node *pn = tly_node_member(p, "name");
         if (pn && pn->type == TLY_N_STRING && strcmp(pn->str, name) == 0)
             return true;
     }
@@ -314,8 +307,8 @@ static bool name_used(const tly_node *seq, const tly_node *upto, const char *nam
 */
 static void check_unique_names(tly_dctx *dx, const tly_node *spec)
 {
-    const tly_node *init = member(spec, "initContainers");
-    const tly_node *app = member(spec, "containers");
+    const tly_node *init = tly_node_member(spec, "initContainers");
+    const tly_node *app = tly_node_member(spec, "containers");
     const char *keys[2] = {"initContainers", "containers"};
     const tly_node *seqs[2] = {init, app};
     for (int s = 0; s < 2; s++) {
@@ -323,7 +316,7 @@ static void check_unique_names(tly_dctx *dx, const tly_node *spec)
             continue;
         uint32_t i = 0;
         for (const tly_node *it = seqs[s]->kids; it; it = it->next, i++) {
-            const tly_node *nm = member(it, "name");
+            const tly_node *nm = tly_node_member(it, "name");
             if (!nm || nm->type != TLY_N_STRING)
                 continue;
             if (!name_used(seqs[s], it, nm->str) && !(s == 1 && name_used(init, NULL, nm->str)))
@@ -351,7 +344,7 @@ static void decode_node_affinity(tly_dctx *dx, const tly_node *aff, tly_pod *out
     if (req) {
         size_t m1 = tly_dx_push(dx, "requiredDuringSchedulingIgnoredDuringExecution");
         const tly_node *terms = tly_dx_seq(dx, req, "nodeSelectorTerms");
-        if (!member(req, "nodeSelectorTerms") || (terms && terms->nkids == 0))
+        if (!tly_node_member(req, "nodeSelectorTerms") || (terms && terms->nkids == 0))
             tly_dx_error(dx, terms ? terms : req, "nodeSelectorTerms",
                          "must have at least one node selector term");
         if (terms && terms->nkids > 0) {
@@ -413,7 +406,7 @@ static void decode_topology_spread(tly_dctx *dx, const tly_node *spec, tly_pod *
         size_t m = tly_dx_push_idx(dx, i);
         if (item_is_map(dx, it)) {
             const char *when = NULL;
-            if (!member(it, "whenUnsatisfiable"))
+            if (!tly_node_member(it, "whenUnsatisfiable"))
                 out->has_topology_spread = true;
             else if (tly_dx_enum(dx, it, "whenUnsatisfiable", unsatisfiable_actions, &when) &&
                      strcmp(when, "DoNotSchedule") == 0)
@@ -436,11 +429,11 @@ static bool decode_toleration(tly_dctx *dx, const tly_node *item, tly_toleration
     bool ok = true;
     tly_dx_shared_str(dx, item, "key", &t->key);
     tly_dx_shared_str(dx, item, "value", &t->value);
-    if (!member(item, "operator"))
+    if (!tly_node_member(item, "operator"))
         t->op = "Equal";
     else if (!tly_dx_enum(dx, item, "operator", toleration_ops, &t->op))
         ok = false;
-    if (member(item, "effect") &&
+    if (tly_node_member(item, "effect") &&
         !tly_dx_enum(dx, item, "effect", toleration_effects, &t->effect))
         ok = false;
     if (t->key && !*t->key)
@@ -452,13 +445,13 @@ static bool decode_toleration(tly_dctx *dx, const tly_node *item, tly_toleration
     if (!ok)
         return false;
     if (!t->key && strcmp(t->op, "Exists") != 0) {
-        const tly_node *op = member(item, "operator");
+        const tly_node *op = tly_node_member(item, "operator");
         tly_dx_error(dx, op ? op : item, "operator",
                      "must be Exists when key is empty (a toleration that matches every taint)");
         return false;
     }
     if (t->value && strcmp(t->op, "Exists") == 0) {
-        tly_dx_error(dx, member(item, "value"), "value", "must be empty when operator is Exists");
+        tly_dx_error(dx, tly_node_member(item, "value"), "value", "must be empty when operator is Exists");
         return false;
     }
     return true;
@@ -511,12 +504,12 @@ static bool decode_claim(tly_dctx *dx, const tly_node *item, tly_pod_claim *c)
     bool has_claim = tly_dx_str(dx, item, "resourceClaimName", &c->claim_name);
     bool has_tmpl = tly_dx_str(dx, item, "resourceClaimTemplateName", &c->template_name);
     if (has_claim && has_tmpl) {
-        tly_dx_error(dx, member(item, "resourceClaimTemplateName"), "resourceClaimTemplateName",
+        tly_dx_error(dx, tly_node_member(item, "resourceClaimTemplateName"), "resourceClaimTemplateName",
                      "must not be set together with resourceClaimName: exactly one of them is "
                      "required");
         ok = false;
-    } else if (!has_claim && !has_tmpl && !member(item, "resourceClaimName") &&
-               !member(item, "resourceClaimTemplateName")) {
+    } else if (!has_claim && !has_tmpl && !tly_node_member(item, "resourceClaimName") &&
+               !tly_node_member(item, "resourceClaimTemplateName")) {
         tly_dx_error(dx, item, NULL,
                      "must set exactly one of resourceClaimName or resourceClaimTemplateName");
         ok = false;
@@ -655,7 +648,7 @@ static void decode_spec(tly_dctx *dx, const tly_node *obj, tly_pod *out)
 
     decode_containers(dx, spec, "initContainers", true, &out->init_containers, &out->ninit);
     decode_containers(dx, spec, "containers", false, &out->containers, &out->ncontainers);
-    const tly_node *cs = member(spec, "containers");
+    const tly_node *cs = tly_node_member(spec, "containers");
     if (!cs || (cs->type == TLY_N_SEQ && cs->nkids == 0))
         tly_dx_error(dx, cs ? cs : spec, "containers", "must have at least one container");
     check_unique_names(dx, spec);

@@ -24,15 +24,6 @@
 
 #include "tally/decode.h"
 
-/* A member that is present and not null (absent and null mean "unset"). */
-static const tly_node *member(const tly_node *map, const char *key)
-{
-    if (!map || map->type != TLY_N_MAP)
-        return NULL;
-    const tly_node *n = tly_node_get(map, key);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
 static tly_src src_at(const tly_dctx *dx, const tly_node *n)
 {
     tly_src s = {dx->file, n->line, n->col};
@@ -89,7 +80,7 @@ static int64_t earlier_ref(const tly_node *seq, uint32_t upto, const char *ref)
 {
     uint32_t i = 0;
     for (const tly_node *it = seq->kids; it && i < upto; it = it->next, i++) {
-        const tly_node *r = member(it, "resourceRef");
+        const tly_node *r = tly_node_member(it, "resourceRef");
         if (r && r->type == TLY_N_STRING && strcmp(r->str, ref) == 0)
             return i;
     }
@@ -119,16 +110,16 @@ static void decode_accrefs(tly_dctx *dx, const tly_node *spec, tly_queue *out)
         e.src = src_at(dx, it);
         bool have_ref = tly_dx_req_str(dx, it, "resourceRef", &e.ref);
         if (have_ref && e.ref[0] == '\0') {
-            tly_dx_error(dx, member(it, "resourceRef"), "resourceRef",
+            tly_dx_error(dx, tly_node_member(it, "resourceRef"), "resourceRef",
                          "must not be empty: name an AccountedResource");
             have_ref = false;
         }
 
-        if (!member(it, "limit")) {
+        if (!tly_node_member(it, "limit")) {
             tly_dx_error(dx, it, "limit", "required field is missing");
         } else if (tly_dx_qty(dx, it, "limit", &e.limit)) {
             if (tly_qty_sign(e.limit) < 0 && !qty_is_minus_one(e.limit))
-                tly_dx_error(dx, member(it, "limit"), "limit",
+                tly_dx_error(dx, tly_node_member(it, "limit"), "limit",
                              "must be -1 (unlimited) or a non-negative quantity");
             else
                 e.has_limit = true;
@@ -141,7 +132,7 @@ static void decode_accrefs(tly_dctx *dx, const tly_node *spec, tly_queue *out)
                 ** KAI's webhook rejects the queue; the first entry is kept
                 ** so the engine still sees one limit per resourceRef.
                 */
-                tly_dx_error(dx, member(it, "resourceRef"), "resourceRef",
+                tly_dx_error(dx, tly_node_member(it, "resourceRef"), "resourceRef",
                              "duplicate resourceRef \"%s\" (also at spec.accountedResources[%u])",
                              e.ref, (unsigned)j);
             } else {
@@ -162,7 +153,7 @@ void tly_decode_queue(tly_dctx *dx, const tly_node *obj, tly_queue *out)
     const tly_node *spec = tly_dx_map(dx, obj, "spec");
     size_t mark = tly_dx_push(dx, "spec");
 
-    const tly_node *parent = member(spec, "parentQueue");
+    const tly_node *parent = tly_node_member(spec, "parentQueue");
     if (tly_dx_str(dx, spec, "parentQueue", &out->parent)) {
         /* "" is KAI's way of saying "top level". */
         if (out->parent[0] == '\0')
@@ -185,7 +176,7 @@ void tly_decode_queue(tly_dctx *dx, const tly_node *obj, tly_queue *out)
         decode_queue_resource(dx, res, "memory", &out->memory);
         decode_queue_resource(dx, res, "gpu", &out->gpu);
         tly_dx_pop(dx, rmark);
-    } else if (!member(spec, "resources") &&
+    } else if (!tly_node_member(spec, "resources") &&
                (!spec_node || spec_node->type == TLY_N_NULL || spec)) {
         /*
         ** Absent (not malformed: that already has an error). KAI's webhook

@@ -25,13 +25,6 @@
 /* KAI's CRD enum: "" is not in it, so the API server rejects an empty preemptibility. */
 static const char *const preemptibilities[] = {"preemptible", "non-preemptible", NULL};
 
-/* A member that is present and not null (absent and null mean "unset"). */
-static const tly_node *member(const tly_node *map, const char *key)
-{
-    const tly_node *n = tly_node_get(map, key);
-    return (n && n->type != TLY_N_NULL) ? n : NULL;
-}
-
 /* A boolean into a tri-state: untouched (-1) when absent or malformed. */
 static void tri(tly_dctx *dx, const tly_node *map, const char *key, int8_t *out)
 {
@@ -45,11 +38,11 @@ static void tri(tly_dctx *dx, const tly_node *map, const char *key, int8_t *out)
 void tly_decode_priority_class(tly_dctx *dx, const tly_node *obj, tly_priority_class *out)
 {
     /* value and globalDefault sit at the top level, beside metadata. */
-    if (!member(obj, "value"))
+    if (!tly_node_member(obj, "value"))
         tly_dx_error(dx, obj, "value", "required field is missing");
     else if (tly_dx_int32(dx, obj, "value", &out->value) && out->value > USER_PRIORITY_MAX &&
              !(out->meta.name && strncmp(out->meta.name, "system-", 7) == 0))
-        tly_dx_error(dx, member(obj, "value"), "value",
+        tly_dx_error(dx, tly_node_member(obj, "value"), "value",
                      "must be at most %d: higher values are reserved for system-* classes",
                      USER_PRIORITY_MAX);
     tly_dx_bool(dx, obj, "globalDefault", &out->global_default);
@@ -64,7 +57,7 @@ static int32_t min_count(tly_dctx *dx, const tly_node *map, const char *key)
     if (!tly_dx_int32(dx, map, key, &v))
         return -1;
     if (v < 0) {
-        tly_dx_error(dx, member(map, key), key, "must be greater than or equal to 0");
+        tly_dx_error(dx, tly_node_member(map, key), key, "must be greater than or equal to 0");
         return -1;
     }
     return v;
@@ -103,10 +96,10 @@ static void link_subgroups(tly_dctx *dx, const tly_node *seq, tly_podgroup *out)
         size_t m = tly_dx_push_idx(dx, i);
         const tly_node *it = tly_node_at(seq, i);
         if (subgroup_index(out->subgroups, i, g->name) >= 0)
-            tly_dx_error(dx, member(it, "name"), "name", "duplicate subgroup name %s", g->name);
+            tly_dx_error(dx, tly_node_member(it, "name"), "name", "duplicate subgroup name %s", g->name);
         g->parent_idx = g->parent ? subgroup_index(out->subgroups, out->nsubgroups, g->parent) : -1;
         if (g->parent && g->parent_idx < 0)
-            tly_dx_error(dx, member(it, "parent"), "parent", "names no subgroup of this PodGroup: %s",
+            tly_dx_error(dx, tly_node_member(it, "parent"), "parent", "names no subgroup of this PodGroup: %s",
                          g->parent);
         tly_dx_pop(dx, m);
     }
@@ -138,7 +131,7 @@ static void subgroups(tly_dctx *dx, const tly_node *spec, tly_podgroup *out)
         size_t m = tly_dx_push_idx(dx, i);
         tly_subgroup *g = &out->subgroups[i];
         if (tly_dx_req_str(dx, it, "name", &g->name) && !*g->name)
-            tly_dx_error(dx, member(it, "name"), "name", "must not be empty");
+            tly_dx_error(dx, tly_node_member(it, "name"), "name", "must not be empty");
         if (tly_dx_str(dx, it, "parent", &g->parent) && !*g->parent)
             g->parent = NULL;
         g->min_member = min_count(dx, it, "minMember");
@@ -173,7 +166,7 @@ static uint32_t children_of(const tly_podgroup *pg, int32_t parent)
 static void min_subgroup_reachable(tly_dctx *dx, const tly_node *map, int32_t min, uint32_t children)
 {
     if (min >= 0 && (uint32_t)min > children)
-        tly_dx_warn(dx, member(map, "minSubGroup"), "minSubGroup",
+        tly_dx_warn(dx, tly_node_member(map, "minSubGroup"), "minSubGroup",
                     "%d exceeds the number of direct child SubGroups (%u), so it can never be "
                     "satisfied (KAI's webhook admits it with a warning)",
                     min, children);
@@ -184,13 +177,13 @@ static void subgroup_rules(tly_dctx *dx, const tly_node *it, const tly_podgroup 
     const tly_subgroup *g = &pg->subgroups[i];
     uint32_t children = children_of(pg, (int32_t)i);
     if (g->min_member >= 0 && g->min_subgroup >= 0)
-        tly_dx_error(dx, member(it, "minMember"), "minMember", EXCLUSIVE);
+        tly_dx_error(dx, tly_node_member(it, "minMember"), "minMember", EXCLUSIVE);
     else if (children && g->min_member >= 0)
-        tly_dx_error(dx, member(it, "minMember"), "minMember",
+        tly_dx_error(dx, tly_node_member(it, "minMember"), "minMember",
                      "a mid-level SubGroup (one with child SubGroups) cannot use minMember; it may "
                      "set minSubGroup or omit it to require all direct children");
     else if (!children && g->min_subgroup >= 0)
-        tly_dx_error(dx, member(it, "minSubGroup"), "minSubGroup",
+        tly_dx_error(dx, tly_node_member(it, "minSubGroup"), "minSubGroup",
                      "a leaf SubGroup (no child SubGroups) must use minMember, not minSubGroup");
     else
         min_subgroup_reachable(dx, it, g->min_subgroup, children);
@@ -199,9 +192,9 @@ static void subgroup_rules(tly_dctx *dx, const tly_node *it, const tly_podgroup 
 static void podgroup_rules(tly_dctx *dx, const tly_node *spec, const tly_podgroup *pg)
 {
     if (pg->min_member_set && pg->min_subgroup >= 0)
-        tly_dx_error(dx, member(spec, "minMember"), "minMember", EXCLUSIVE);
+        tly_dx_error(dx, tly_node_member(spec, "minMember"), "minMember", EXCLUSIVE);
     else if (pg->min_subgroup >= 0 && pg->nsubgroups == 0)
-        tly_dx_error(dx, member(spec, "minSubGroup"), "minSubGroup",
+        tly_dx_error(dx, tly_node_member(spec, "minSubGroup"), "minSubGroup",
                      "requires child SubGroups: the PodGroup defines no subGroups");
     else
         min_subgroup_reachable(dx, spec, pg->min_subgroup, children_of(pg, -1));
@@ -229,7 +222,7 @@ void tly_decode_podgroup(tly_dctx *dx, const tly_node *obj, tly_podgroup *out)
     int32_t mm;
     if (tly_dx_int32(dx, spec, "minMember", &mm)) {
         if (mm < 0)
-            tly_dx_error(dx, member(spec, "minMember"), "minMember",
+            tly_dx_error(dx, tly_node_member(spec, "minMember"), "minMember",
                          "must be greater than or equal to 0");
         else {
             out->min_member = mm;
@@ -266,7 +259,7 @@ static void config_name(tly_dctx *dx, const tly_node *map, const char *key, cons
                         const char *dflt)
 {
     if (tly_dx_str(dx, map, key, out) && !**out) {
-        tly_dx_warn(dx, member(map, key), key, "is empty; the default %s is used", dflt);
+        tly_dx_warn(dx, tly_node_member(map, key), key, "is empty; the default %s is used", dflt);
         *out = NULL;
     }
 }

@@ -101,21 +101,14 @@ static const struct {
     {"deviceClasses", "resource.k8s.io/v1", "DeviceClass"},
 };
 
-/* A member that is present and not null. */
-static const tly_node *get(const tly_node *map, const char *key)
-{
-    const tly_node *n = map && map->type == TLY_N_MAP ? tly_node_get(map, key) : NULL;
-    return n && n->type != TLY_N_NULL ? n : NULL;
-}
-
 /* Whether some element of the list at map.key has member `member`. */
 static bool any_has(const tly_node *map, const char *key, const char *member)
 {
-    const tly_node *seq = get(map, key);
+    const tly_node *seq = tly_node_member(map, key);
     if (!seq || seq->type != TLY_N_SEQ)
         return false;
     for (const tly_node *it = seq->kids; it; it = it->next)
-        if (get(it, member))
+        if (tly_node_member(it, member))
             return true;
     return false;
 }
@@ -123,9 +116,9 @@ static bool any_has(const tly_node *map, const char *key, const char *member)
 /* v1beta1's flat requests (deviceClassName on the request) or devices (`basic`). */
 static bool is_v1beta1(const char *kind, const tly_node *obj)
 {
-    const tly_node *spec = get(obj, "spec");
+    const tly_node *spec = tly_node_member(obj, "spec");
     if (!strcmp(kind, "ResourceClaim"))
-        return any_has(get(spec, "devices"), "requests", "deviceClassName");
+        return any_has(tly_node_member(spec, "devices"), "requests", "deviceClassName");
     return any_has(spec, "devices", "basic");
 }
 
@@ -157,7 +150,7 @@ static void string_member(tly_node *n, const char *key, const char *value, const
 const tly_node *tly_kaisnap_typed(tly_node room[3], const tly_node *obj, const char *api_version,
                                   const char *kind)
 {
-    if (obj->type != TLY_N_MAP || get(obj, "kind") || get(obj, "apiVersion"))
+    if (obj->type != TLY_N_MAP || tly_node_member(obj, "kind") || tly_node_member(obj, "apiVersion"))
         return obj;
     room[0] = *obj;
     string_member(&room[1], "apiVersion", api_version, obj);
@@ -171,8 +164,9 @@ const tly_node *tly_kaisnap_typed(tly_node room[3], const tly_node *obj, const c
 
 bool tly_kaisnap_is_snapshot(const tly_node *top)
 {
-    const tly_node *raw = get(top, "rawObjects");
-    return raw && raw->type == TLY_N_MAP && !get(top, "kind") && !get(top, "apiVersion");
+    const tly_node *raw = tly_node_member(top, "rawObjects");
+    return raw && raw->type == TLY_N_MAP && !tly_node_member(top, "kind") &&
+           !tly_node_member(top, "apiVersion");
 }
 
 /* A string member of map whose key equals key without regard to case. */
@@ -188,7 +182,7 @@ static const char *member_nocase(const tly_node *map, const char *key)
 
 void tly_kaisnap_params(const tly_node *top, const char **scheduler_name, const char **queue_label_key)
 {
-    const tly_node *p = get(top, "schedulerParams");
+    const tly_node *p = tly_node_member(top, "schedulerParams");
     *scheduler_name = member_nocase(p, "schedulerName");
     *queue_label_key = member_nocase(p, "queueLabelKey");
 }

@@ -146,6 +146,23 @@ static inline const tly_node *tly_node_get(const tly_node *map, const char *key)
 {
     return tly_node_get_key(map, tly_key_of(key));
 }
+/*
+** Member key of a map when it is present and not null, else NULL: the
+** decoders' reading of a field (absent and null both mean "unset").
+*/
+static inline const tly_node *tly_node_member(const tly_node *map, const char *key)
+{
+    const tly_node *n = tly_node_get(map, key);
+    return n && n->type != TLY_N_NULL ? n : NULL;
+}
+
+/* The same for a tly_key. */
+static inline const tly_node *tly_node_member_key(const tly_node *map, tly_key k)
+{
+    const tly_node *n = tly_node_get_key(map, k);
+    return n && n->type != TLY_N_NULL ? n : NULL;
+}
+
 /* Element i of a sequence, or NULL. */
 const tly_node *tly_node_at(const tly_node *seq, uint32_t i);
 /* Walks a dotted path of map keys ("spec.resources.cpu"); NULL if absent. */
