@@ -39,6 +39,37 @@ static void test_repeated_text_is_one_copy(void **state)
     tly_arena_destroy(a);
 }
 
+/*
+** Up to 16 bytes a hit is decided by the words tly_key_hash reads: texts of
+** every length from 1 to 17 that differ in any one byte are told apart, and
+** an equal text is the same copy.
+*/
+static void test_short_texts_differ_in_any_byte(void **state)
+{
+    (void)state;
+    tly_arena *a = tly_arena_create(0);
+    tly_textcache *c = tly_textcache_create(a);
+    const char *base = "abcdefghijklmnopq";
+    for (size_t len = 1; len <= 17; len++) {
+        const char *orig = tly_textcache_get(c, base, len);
+        for (size_t at = 0; at < len; at++) {
+            char t[32];
+            memcpy(t, base, len);
+            t[at] = 'Z';
+            const char *x = tly_textcache_get(c, t, len);
+            assert_memory_equal(x, t, len);
+            assert_int_equal(x[len], '\0');
+            const char *again = tly_textcache_get(c, base, len);
+            assert_memory_equal(again, base, len);
+            assert_int_equal(again[len], '\0');
+        }
+        assert_ptr_equal(tly_textcache_get(c, base, len), tly_textcache_get(c, base, len));
+        (void)orig;
+    }
+    tly_textcache_destroy(c);
+    tly_arena_destroy(a);
+}
+
 /* 20,000 distinct texts through 8,192 slots: each copy is its text, however slots are reused. */
 static void test_evictions_never_mix_texts(void **state)
 {
@@ -90,6 +121,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repeated_text_is_one_copy),
+        cmocka_unit_test(test_short_texts_differ_in_any_byte),
         cmocka_unit_test(test_evictions_never_mix_texts),
         cmocka_unit_test(test_store_shares_repeated_texts),
     };

@@ -59,12 +59,12 @@ struct tly_node {
 };
 
 /*
-** A 32-bit hash of key[0..len), never 0. It reads at most the first and
-** the last 8 bytes and the length, so it costs the same for any key: a
-** lookup compares one word per member and the key itself only when the
-** words match (a different key with the same hash costs one strcmp).
+** The words tly_key_hash reads of key[0..len): the first and the last 8
+** bytes (4 and 4 below 8; the first, middle and last byte below 4). For a
+** key of 16 bytes or fewer they hold every byte, so two such keys of the
+** same length are equal exactly when their words are.
 */
-static inline uint32_t tly_key_hash(const char *key, size_t len)
+static inline void tly_key_words(const char *key, size_t len, uint64_t *wa, uint64_t *wb)
 {
     uint64_t a = 0, b = 0;
     if (len >= 8) {
@@ -80,6 +80,20 @@ static inline uint32_t tly_key_hash(const char *key, size_t len)
         a = (uint64_t)(unsigned char)key[0] | (uint64_t)(unsigned char)key[len / 2] << 8 |
             (uint64_t)(unsigned char)key[len - 1] << 16;
     }
+    *wa = a;
+    *wb = b;
+}
+
+/*
+** A 32-bit hash of key[0..len), never 0. It reads at most the first and
+** the last 8 bytes and the length, so it costs the same for any key: a
+** lookup compares one word per member and the key itself only when the
+** words match (a different key with the same hash costs one strcmp).
+*/
+static inline uint32_t tly_key_hash(const char *key, size_t len)
+{
+    uint64_t a, b;
+    tly_key_words(key, len, &a, &b);
     uint64_t h = (a ^ (b * 0x9E3779B97F4A7C15ull) ^ (uint64_t)len) * 0xFF51AFD7ED558CCDull;
     uint32_t r = (uint32_t)(h >> 32) ^ (uint32_t)h;
     return r ? r : 1;
