@@ -168,6 +168,7 @@ static int object_key_buf(char *buf, size_t cap, int kind, const char *ns, const
 ** every entry after sorting by walking the map's slots, without hashing a
 ** key again.
 */
+_Static_assert(sizeof(uintptr_t) >= 8, "byname values pack a kind and an index into a pointer");
 static void *byname_val(int kind, uint32_t i) { return (void *)(((uintptr_t)kind << 32) | ((uintptr_t)i + 1)); }
 static uint32_t byname_index(void *v) { return (uint32_t)(uintptr_t)v; }  /* index + 1; 0: none */
 static int byname_kind(void *v) { return (int)((uintptr_t)v >> 32); }
@@ -254,11 +255,46 @@ static int cmp_entry(const void *pa, const void *pb)
     return c ? c : cmp_meta(&a->obj, &b->obj);
 }
 
-/* qsort_r order of distinct keys, given by number. */
-static int cmp_key_at(const void *pa, const void *pb, void *keys)
+/* qsort_r order of distinct strings, given by number. */
+static int cmp_string_at(const void *pa, const void *pb, void *strings)
 {
-    const char *const *k = keys;
+    const char *const *k = strings;
     return strcmp(k[*(const uint32_t *)pa], k[*(const uint32_t *)pb]);
+}
+
+/*
+** rank[i] = the place of s[i] among the distinct strings of s[0..n) in
+** strcmp order; returns how many there are. Each string is hashed once and
+** only the distinct ones are sorted: a kind's namespaces, an index's keys
+** (node names, queues) are few next to the objects.
+*/
+static uint32_t rank_strings(const char *const *s, uint32_t n, uint32_t *rank)
+{
+    tly_strmap seen;
+    tly_strmap_init(&seen);
+    const char **distinct = tly_xmalloc((n ? n : 1) * sizeof *distinct);
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uintptr_t d = (uintptr_t)tly_strmap_add(&seen, s[i], strlen(s[i]), (void *)(uintptr_t)(nd + 1));
+        if (!d) {
+            distinct[nd] = s[i];
+            d = ++nd;
+        }
+        rank[i] = (uint32_t)d - 1;
+    }
+    uint32_t *order = tly_xmalloc((nd ? nd : 1) * sizeof *order), *place = tly_xmalloc((nd ? nd : 1) * sizeof *place);
+    for (uint32_t d = 0; d < nd; d++)
+        order[d] = d;
+    qsort_r(order, nd, sizeof *order, cmp_string_at, distinct);
+    for (uint32_t r = 0; r < nd; r++)
+        place[order[r]] = r;
+    for (uint32_t i = 0; i < n; i++)
+        rank[i] = place[rank[i]];
+    free(place);
+    free(order);
+    free(distinct);
+    tly_strmap_free(&seen);
+    return nd;
 }
 
 /* Sorts e[0..n) (one key's entries) by (namespace, name) unless they are in that order already. */
@@ -287,48 +323,31 @@ static void index_build(tly_index *ix, entry *e, uint32_t n)
     ix->n = n;
     if (n == 0)
         return;
-    tly_strmap groups;
-    tly_strmap_init(&groups);
-    const char **distinct = tly_xmalloc(n * sizeof *distinct);
-    uint32_t *group = tly_xmalloc(n * sizeof *group), ng = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        size_t len = strlen(e[i].key);
-        uintptr_t g = (uintptr_t)tly_strmap_add(&groups, e[i].key, len, (void *)(uintptr_t)(ng + 1));
-        if (!g) {
-            distinct[ng] = e[i].key;
-            g = ++ng;
-        }
-        group[i] = (uint32_t)g - 1;
-    }
-    /* Rank the distinct keys, then place each entry after the groups before its own. */
-    uint32_t *order = tly_xmalloc(ng * sizeof *order), *start = tly_xcalloc((size_t)ng + 1, sizeof *start);
-    for (uint32_t g = 0; g < ng; g++)
-        order[g] = g;
-    qsort_r(order, ng, sizeof *order, cmp_key_at, distinct);
+    const char **keys = tly_xmalloc(n * sizeof *keys);
+    uint32_t *rank = tly_xmalloc(n * sizeof *rank);
     for (uint32_t i = 0; i < n; i++)
-        start[group[i] + 1]++;
-    uint32_t *first = tly_xmalloc(ng * sizeof *first), at = 0;
-    for (uint32_t r = 0; r < ng; r++) {
-        first[order[r]] = at;
-        at += start[order[r] + 1];
-    }
+        keys[i] = e[i].key;
+    uint32_t nr = rank_strings(keys, n, rank);
+    /* Counting sort by rank, stable: at[r] is where the next entry of rank r goes. */
+    uint32_t *at = tly_xcalloc((size_t)nr + 1, sizeof *at);
+    for (uint32_t i = 0; i < n; i++)
+        at[rank[i] + 1]++;
+    for (uint32_t r = 0; r < nr; r++)
+        at[r + 1] += at[r];
     entry *out = tly_xmalloc(n * sizeof *out);
     for (uint32_t i = 0; i < n; i++)
-        out[first[group[i]]++] = e[i];
-    /* first[g] is now the end of group g, start[g + 1] its size. */
-    for (uint32_t g = 0; g < ng; g++)
-        sort_group(out + first[g] - start[g + 1], start[g + 1]);
+        out[at[rank[i]]++] = e[i];
+    /* at[r] is now the end of rank r's entries, at[r - 1] (0 for r = 0) their start. */
+    for (uint32_t r = 0, from = 0; r < nr; from = at[r++])
+        sort_group(out + from, at[r] - from);
     for (uint32_t i = 0; i < n; i++) {
         ix->v[i] = out[i].obj;
         ix->keys[i] = out[i].key;
     }
     free(out);
-    free(first);
-    free(start);
-    free(order);
-    free(group);
-    free(distinct);
-    tly_strmap_free(&groups);
+    free(at);
+    free(rank);
+    free(keys);
 }
 
 static void *const *index_range(const tly_index *ix, const char *key, uint32_t *n)
@@ -380,37 +399,6 @@ static uint64_t name_word(const char *name, size_t *i)
     return k ? p << (8 * (8 - k)) : 0;
 }
 
-/* Ranks of the kind's namespaces (strcmp order; NULL and "" first) into rank[i]. */
-static void rank_namespaces(tly_meta *const *v, uint32_t n, uint32_t *rank)
-{
-    tly_strmap seen;
-    tly_strmap_init(&seen);
-    const char **distinct = tly_xmalloc(n * sizeof *distinct);
-    uint32_t nd = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const char *ns = v[i]->ns ? v[i]->ns : "";
-        size_t len = strlen(ns);
-        uintptr_t d = (uintptr_t)tly_strmap_add(&seen, ns, len, (void *)(uintptr_t)(nd + 1));
-        if (!d) {
-            distinct[nd] = ns;
-            d = ++nd;
-        }
-        rank[i] = (uint32_t)d - 1;
-    }
-    uint32_t *order = tly_xmalloc(nd * sizeof *order), *place = tly_xmalloc(nd * sizeof *place);
-    for (uint32_t d = 0; d < nd; d++)
-        order[d] = d;
-    qsort_r(order, nd, sizeof *order, cmp_key_at, distinct);
-    for (uint32_t r = 0; r < nd; r++)
-        place[order[r]] = r;
-    for (uint32_t i = 0; i < n; i++)
-        rank[i] = place[rank[i]];
-    free(place);
-    free(order);
-    free(distinct);
-    tly_strmap_free(&seen);
-}
-
 /*
 ** Sorts a kind's objects by (namespace, name). Returns where each one went
 ** (new index by old; the caller frees it), or NULL when nothing moved: a
@@ -429,7 +417,13 @@ static uint32_t *sort_objects(tly_objvec *v)
         return NULL;
     sortrec *r = tly_xmalloc(n * sizeof *r);
     uint32_t *rank = tly_xmalloc(n * sizeof *rank);
-    rank_namespaces((tly_meta *const *)v->v, n, rank);
+    const char **ns = tly_xmalloc(n * sizeof *ns);
+    for (i = 0; i < n; i++) {
+        const tly_meta *m = v->v[i];
+        ns[i] = m->ns ? m->ns : "";
+    }
+    rank_strings(ns, n, rank);
+    free(ns);
     for (i = 0; i < n; i++) {
         tly_meta *m = v->v[i];
         size_t at = 0;
