@@ -114,15 +114,15 @@ static void wrong_type(tly_dctx *dx, const tly_node *n, const char *key, const c
     tly_dx_error(dx, n, key, "expected %s, got %s", want, tly_ntype_name(n->type));
 }
 
-/*
-** The getters below look a member up once and read it with these (the
-** lookup is most of a field's cost).
-*/
 const char *tly_dx_text(tly_dctx *dx, const char *s, size_t len)
 {
     return dx->texts ? tly_textcache_get(dx->texts, s, len) : tly_arena_strndup(dx->arena, s, len);
 }
 
+/*
+** The getters below look a member up once and read it with these (the
+** lookup is most of a field's cost).
+*/
 /* n's text, copied (shared: through the text cache, for values that repeat across objects). */
 static bool str_of(tly_dctx *dx, const tly_node *n, const char *key, const char **out, bool shared)
 {
