@@ -399,14 +399,81 @@ static uint64_t name_word(const char *name, size_t *i)
     return k ? p << (8 * (8 - k)) : 0;
 }
 
+/* Bits to hold the largest of rank[0..n). */
+static unsigned rank_bits(const uint32_t *rank, uint32_t n)
+{
+    uint32_t most = 0;
+    for (uint32_t i = 0; i < n; i++)
+        most = rank[i] > most ? rank[i] : most;
+    return most ? 32u - (unsigned)__builtin_clz(most) : 0u;
+}
+
+typedef struct {
+    uint64_t key;
+    uint32_t i;
+} keyed;
+
+/* LSD radix sort of a[0..n) by key, a byte a pass, skipping bytes every key shares; returns a or tmp, whichever holds the result. */
+static keyed *radix_sort(keyed *a, keyed *tmp, uint32_t n)
+{
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        uint32_t count[257] = {0};
+        for (uint32_t i = 0; i < n; i++)
+            count[((a[i].key >> shift) & 0xff) + 1]++;
+        if (count[((a[0].key >> shift) & 0xff) + 1] == n)
+            continue;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (uint32_t i = 0; i < n; i++)
+            tmp[count[(a[i].key >> shift) & 0xff]++] = a[i];
+        keyed *t = a;
+        a = tmp;
+        tmp = t;
+    }
+    return a;
+}
+
+/*
+** Sorts r[0..n) as cmp_sortrec orders them: a radix sort on one 64-bit key
+** (the namespace rank above the name's first bytes, rbits of rank), then
+** each run of equal keys by cmp_sortrec. The key never orders two records
+** against cmp_sortrec (it is their rank and name prefix, cut short), so
+** only runs of equal keys need the comparison: the pods of one DaemonSet,
+** names equal in their first 7 or 8 bytes. qsort of the whole spent 3.5%
+** of a realistic cluster's load moving 40-byte records.
+*/
+static void sort_records(sortrec *r, uint32_t n, unsigned rbits)
+{
+    keyed *k = tly_xmalloc(n * sizeof *k), *tmp = tly_xmalloc(n * sizeof *tmp);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t name = rbits ? r[i].prefix[0] >> rbits : r[i].prefix[0];
+        k[i] = (keyed){rbits ? (uint64_t)r[i].nsrank << (64 - rbits) | name : name, i};
+    }
+    keyed *sorted = radix_sort(k, tmp, n);
+    sortrec *out = tly_xmalloc(n * sizeof *out);
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = r[sorted[i].i];
+    for (uint32_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && sorted[j].key == sorted[i].key; j++)
+            ;
+        if (j - i > 1)
+            qsort(out + i, j - i, sizeof *out, cmp_sortrec);
+    }
+    memcpy(r, out, n * sizeof *r);
+    free(out);
+    free(tmp);
+    free(k);
+}
+
 /*
 ** Sorts a kind's objects by (namespace, name). Returns where each one went
 ** (new index by old; the caller frees it), or NULL when nothing moved: a
 ** dump from the API server or kubectl comes nearly sorted, so the order is
 ** checked first. Otherwise the sort compares a namespace rank and the
-** name's first 16 bytes as integers, held next to each other: comparing the
-** strings themselves read two objects' names from all over the store at
-** every step (a 100,000-pod store spent an eighth of its load there).
+** name's first 16 bytes as integers, held next to each other (sort_records):
+** comparing the strings themselves read two objects' names from all over
+** the store at every step (a 100,000-pod store spent an eighth of its load
+** there).
 */
 static uint32_t *sort_objects(tly_objvec *v)
 {
@@ -430,7 +497,7 @@ static uint32_t *sort_objects(tly_objvec *v)
         uint64_t w0 = name_word(m->name, &at), w1 = at == 8 ? name_word(m->name, &at) : 0;
         r[i] = (sortrec){{w0, w1}, rank[i], i, m};
     }
-    qsort(r, n, sizeof *r, cmp_sortrec);
+    sort_records(r, n, rank_bits(rank, n));
     uint32_t *to = rank;  /* reused: rank is not needed any more */
     for (i = 0; i < n; i++) {
         v->v[i] = r[i].m;

@@ -175,6 +175,53 @@ static void test_sorted_by_namespace_and_name_and_found(void **state)
     tly_store_destroy(s);
 }
 
+/*
+** Thousands of objects in a shuffled order, names sharing long prefixes and
+** differing anywhere, over namespaces of different lengths: they come out in
+** (namespace, name) strcmp order, and each is found by name.
+*/
+static void test_shuffled_objects_sort_like_strcmp(void **state)
+{
+    (void)state;
+    tbuf b = {0};
+    tbuf_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");
+    uint64_t x = 88172645463325252ull;  /* xorshift64: the same order every run */
+    int n = 0;
+    for (int i = 0; i < 3000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        char ns[32], name[96], one[320];
+        snprintf(ns, sizeof ns, "%.*s", (int)(1 + x % 5), "zz-a-b" + (x >> 8) % 3);
+        /* a long shared prefix, then a letter, then digits: ties in the first 8 and 16 bytes */
+        snprintf(name, sizeof name, "%s%c%llu", (x >> 20) % 2 ? "node-exporter-" : "p", (char)('a' + (x >> 24) % 26),
+                 (unsigned long long)((x >> 32) % 1000));
+        snprintf(one, sizeof one,
+                 "%s{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\"},"
+                 "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+                 n++ ? "," : "", ns, name);
+        tbuf_puts(&b, one);
+    }
+    tbuf_puts(&b, "]}");
+    tly_store *s = tly_store_create();
+    tly_store_load_json(s, "pods.json", b.p, b.n);
+    tly_store_finish(s);
+    free(b.p);
+    uint32_t count = tly_store_count(s, TLY_K_POD);
+    assert_true(count > 1000);
+    for (uint32_t i = 0; i < count; i++) {
+        const tly_pod *p = tly_store_at(s, TLY_K_POD, i);
+        assert_ptr_equal(tly_store_find(s, TLY_K_POD, p->meta.ns, p->meta.name), p);
+        if (i == 0)
+            continue;
+        const tly_pod *q = tly_store_at(s, TLY_K_POD, i - 1);
+        int c = strcmp(q->meta.ns, p->meta.ns);
+        if (c > 0 || (c == 0 && strcmp(q->meta.name, p->meta.name) >= 0))
+            fail_msg("%s/%s before %s/%s", q->meta.ns, q->meta.name, p->meta.ns, p->meta.name);
+    }
+    tly_store_destroy(s);
+}
+
 static void test_syntax_error_reports_position_and_next_document_loads(void **state)
 {
     (void)state;
@@ -343,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_unknown_kind_is_a_note_not_an_error),
         cmocka_unit_test(test_same_object_twice_later_wins_with_warning),
         cmocka_unit_test(test_sorted_by_namespace_and_name_and_found),
+        cmocka_unit_test(test_shuffled_objects_sort_like_strcmp),
         cmocka_unit_test(test_syntax_error_reports_position_and_next_document_loads),
         cmocka_unit_test(test_missing_name_skips_object_with_error),
         cmocka_unit_test(test_duplicate_key_and_alias_are_errors),
