@@ -72,6 +72,7 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
+#include "tally/acceptor.h"
 #include "tally/admit.h"
 #include "tally/conns.h"
 #include "tally/decode.h"
@@ -120,6 +121,7 @@ static const char *const cert_reason_name[CERT_REASONS] = {"missing", "invalid"}
 typedef struct {
     tly_server *srv;     /* the certificate callback's way to the server */
     tly_conn *guard;     /* its entry in the connection guard (conns.h) */
+    int worker;          /* the index of the daemon serving it, -1: unknown */
     unsigned ca_gen;     /* the client CA generation the chain verified against; 0: not verified */
     time_t expires;      /* the verified chain's earliest notAfter */
 } conn_ctx;
@@ -154,7 +156,17 @@ struct tly_server {
     tly_conns *conns;              /* per-peer limits and deadlines (conns.h) */
     atomic_size_t mem_used;        /* bytes of bodies in flight and parses under way */
 
-    struct MHD_Daemon *daemon;
+    /*
+    ** One libmicrohttpd daemon per worker thread, none with a listening
+    ** socket of its own: the acceptor (acceptor.h) takes every connection
+    ** and hands it to the daemon holding the fewest (held[], counted at the
+    ** hand-over and given back when the connection closes).
+    */
+    struct MHD_Daemon *daemons[TLY_SERVER_MAX_THREADS];
+    atomic_uint held[TLY_SERVER_MAX_THREADS];
+    unsigned ndaemons;
+    tly_acceptor *acceptor;
+    int64_t accept_error_ms;       /* the last accept-failed line (the acceptor's thread only) */
     int listen_fd;
     uint16_t port;
     atomic_bool accepting;
@@ -582,13 +594,6 @@ static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_
     return 0;
 }
 
-/* The accept policy: the connection guard's per-peer and total limits (conns.h). */
-static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
-{
-    tly_server *srv = cls;
-    return tly_conns_admit(srv->conns, addr, addrlen) ? MHD_YES : MHD_NO;
-}
-
 /* The connection's socket context, or NULL. */
 static conn_ctx *ctx_of(struct MHD_Connection *conn)
 {
@@ -607,6 +612,16 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
     return NULL;
 }
 
+/* The index of the daemon serving conn, -1 when it is none of ours. */
+static int worker_of(tly_server *srv, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *di = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+    for (unsigned i = 0; di && i < srv->ndaemons; i++)
+        if (srv->daemons[i] == di->daemon)
+            return (int)i;
+    return -1;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
@@ -614,8 +629,11 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (toe != MHD_CONNECTION_NOTIFY_STARTED) {
         /* Before MHD closes the socket: the reaper must not shut down a reused descriptor. */
         conn_ctx *old = *socket_context;
-        if (old)
+        if (old) {
             tly_conns_close(srv->conns, old->guard);
+            if (old->worker >= 0)
+                atomic_fetch_sub(&srv->held[old->worker], 1);
+        }
         free(old);
         *socket_context = NULL;
         return;
@@ -624,16 +642,70 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (!cc)
         tly_oom();
     cc->srv = srv;
+    cc->worker = worker_of(srv, conn);
     *socket_context = cc;
-    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    cc->guard = tly_conns_open(srv->conns, ai ? ai->client_addr : NULL, fi ? fi->connect_fd : -1);
+    int fd = fi ? fi->connect_fd : -1;
+    /* The acceptor admitted and counted it; a connection it did not hand over is counted now. */
+    cc->guard = tly_conns_adopt(srv->conns, fd);
+    if (!cc->guard) {
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        cc->guard = tly_conns_open(srv->conns, ai ? ai->client_addr : NULL, fd);
+    }
     if (srv->client_ca_path) {
         /* The session exists and its handshake has not begun: ask for a certificate, never require one. */
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
         if (ci && ci->tls_session)
             gnutls_certificate_server_set_request(ci->tls_session, GNUTLS_CERT_REQUEST);
     }
+}
+
+/* ---- accepting ------------------------------------------------------------ */
+
+/* The daemon holding the fewest connections (the first of equals). */
+static unsigned least_held(tly_server *srv)
+{
+    unsigned best = 0, least = atomic_load(&srv->held[0]);
+    for (unsigned i = 1; i < srv->ndaemons; i++) {
+        unsigned h = atomic_load(&srv->held[i]);
+        if (h < least) {
+            least = h;
+            best = i;
+        }
+    }
+    return best;
+}
+
+/*
+** The acceptor's callback: the connection guard admits and counts the
+** connection (or it is closed at once), and the daemon holding the fewest
+** gets it. libmicrohttpd closes the socket itself when it cannot take it.
+*/
+static void on_accepted(void *ctx, int fd, const struct sockaddr *addr, socklen_t len)
+{
+    tly_server *srv = ctx;
+    if (!tly_conns_accept(srv->conns, addr, len, fd)) {
+        close(fd);
+        return;
+    }
+    unsigned w = least_held(srv);
+    atomic_fetch_add(&srv->held[w], 1);
+    if (MHD_add_connection(srv->daemons[w], fd, addr, len) != MHD_YES) {
+        atomic_fetch_sub(&srv->held[w], 1);
+        tly_conns_abandon(srv->conns, fd);
+    }
+}
+
+/* accept(2) failed for the socket (descriptors or memory ran out): said at most once a second. */
+static void on_accept_error(void *ctx, int err)
+{
+    tly_server *srv = ctx;
+    int64_t now = mono_ms();
+    if (srv->accept_error_ms && now - srv->accept_error_ms < 1000)
+        return;
+    srv->accept_error_ms = now;
+    logf_msg(srv, TLY_LOG_WARN, "accept-failed", "cannot accept connections: %s%s", strerror(err),
+             err == EMFILE || err == ENFILE ? " (raise the open-file limit)" : "");
 }
 
 /* ---- client certificates (--client-ca) ---------------------------------- */
@@ -1449,6 +1521,8 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         srv->cfg.threads = n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
     }
+    if (srv->cfg.threads > TLY_SERVER_MAX_THREADS)
+        srv->cfg.threads = TLY_SERVER_MAX_THREADS;
     srv->listen_fd = -1;
     pthread_mutex_init(&srv->state_mu, NULL);
     pthread_mutex_init(&srv->tls_mu, NULL);
@@ -1584,6 +1658,53 @@ static void raise_fd_limit(tly_server *srv)
              raised ? "" : ": raise the hard limit (ulimit -Hn, the container runtime's nofile)");
 }
 
+/* Stops every daemon started (each closes its connections). */
+static void stop_daemons(tly_server *srv)
+{
+    for (unsigned i = 0; i < srv->ndaemons; i++)
+        MHD_stop_daemon(srv->daemons[i]);
+    srv->ndaemons = 0;
+}
+
+/*
+** One daemon per worker thread, each with its own epoll loop and no
+** listening socket (the acceptor hands connections over). TURBO: MHD reads
+** and writes on a non-blocking socket before asking the event loop whether
+** it is ready, which saves a round of syscalls per request on keep-alive
+** connections (issue 16; docs/performance.md). 0, or -1 when one would not
+** start (its reason is in the log); then none runs.
+*/
+static int start_daemons(tly_server *srv)
+{
+    unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
+                     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG;
+    /* tally's guard (conns.h) refuses first; MHD's own limit, 2x it shared evenly, is a backstop. */
+    unsigned backstop = 2 * srv->cfg.connection_limit / srv->cfg.threads;
+    struct MHD_OptionItem opts[] = {
+        /* The logger first, so that MHD routes even its option errors through it. */
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, srv},
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLY_SERVER_TLS_PRIORITIES},
+        {MHD_OPTION_CONNECTION_LIMIT, backstop ? backstop : 1, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout, NULL},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_request_line, srv},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    for (unsigned i = 0; i < srv->cfg.threads; i++) {
+        atomic_init(&srv->held[i], 0);
+        srv->daemons[i] = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts,
+                                           MHD_OPTION_END);
+        if (!srv->daemons[i]) {
+            stop_daemons(srv);
+            return -1;
+        }
+        srv->ndaemons = i + 1;
+    }
+    return 0;
+}
+
 int tly_server_start(tly_server *srv, char *err, size_t errlen)
 {
     if (bind_listen(srv, err, errlen) != 0)
@@ -1602,39 +1723,22 @@ int tly_server_start(tly_server *srv, char *err, size_t errlen)
         srv->listen_fd = -1;
         return -1;
     }
-    /*
-    ** epoll (one per pool thread) and TURBO: MHD reads, writes and accepts on a non-blocking
-    ** socket before asking the event loop whether it is ready, which saves a round of syscalls
-    ** per request on keep-alive connections (issue 16: with the write(2) log line, a median 0.68
-    ** of nginx against 0.63 before; docs/performance.md).
-    */
-    unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-                     MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    struct MHD_OptionItem opts[] = {
-        /* The logger first, so that MHD routes even its option errors through it. */
-        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, srv},
-        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLY_SERVER_TLS_PRIORITIES},
-        {MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, NULL},
-        /* tally's guard (conns.h) refuses first; MHD's own limit (per worker, an even share) is a backstop. */
-        {MHD_OPTION_CONNECTION_LIMIT, 2 * srv->cfg.connection_limit, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout, NULL},
-        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_request_line, srv},
-        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
-        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv},
-        {srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, srv->cfg.threads, NULL},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    srv->daemon = MHD_start_daemon(flags, 0, accept_policy, srv, on_request, srv, MHD_OPTION_ARRAY, opts,
-                                   MHD_OPTION_END);
-    if (!srv->daemon) {
+    if (start_daemons(srv) != 0) {
         snprintf(err, errlen, "cannot start the HTTPS server on %s (libmicrohttpd refused; see the "
                               "log above)", srv->listen);
         close(srv->listen_fd);
         srv->listen_fd = -1;
         return -1;
     }
-    srv->listen_fd = -1;  /* MHD's now */
+    int aerr = 0;
+    srv->acceptor = tly_acceptor_start(srv->listen_fd, on_accepted, on_accept_error, srv, &aerr);
+    if (!srv->acceptor) {
+        snprintf(err, errlen, "cannot start the accepting thread: %s", strerror(aerr));
+        stop_daemons(srv);
+        close(srv->listen_fd);
+        srv->listen_fd = -1;
+        return -1;
+    }
     atomic_store(&srv->accepting, true);
     char port[16], threads[16];
     snprintf(port, sizeof port, "%u", srv->port);
@@ -1703,31 +1807,27 @@ void tly_server_tick(tly_server *srv)
 
 void tly_server_stop(tly_server *srv, unsigned grace_ms)
 {
-    if (!srv->daemon)
+    if (!srv->acceptor)
         return;
     atomic_store(&srv->accepting, false);
     /* Stop accepting; requests already received are answered until the grace period ends. */
-    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    tly_acceptor_stop(srv->acceptor);
+    srv->acceptor = NULL;
     /*
-    ** Quiesced, MHD accepts no more, but while the socket listens the kernel
-    ** still completes handshakes into its backlog, and those clients would
-    ** hang until the grace period ends. shutdown() takes it out of LISTEN at
-    ** once, so a new client is refused and tries another replica; the
-    ** descriptor itself stays valid (MHD's threads may still hold it in a
-    ** poll set for a moment) and is closed after MHD_stop_daemon.
+    ** No connection is taken any more, but while the socket listens the
+    ** kernel still completes handshakes into its backlog, and those clients
+    ** would hang until the grace period ends. shutdown() takes it out of
+    ** LISTEN at once, so a new client is refused and tries another replica.
     */
-    if (fd != MHD_INVALID_SOCKET)
-        shutdown(fd, SHUT_RDWR);
+    shutdown(srv->listen_fd, SHUT_RDWR);
     int64_t until = mono_ms() + grace_ms;
     while (atomic_load(&srv->in_flight) > 0 && mono_ms() < until) {
         struct timespec ts = {0, 10 * 1000000};
         nanosleep(&ts, NULL);
     }
-    MHD_stop_daemon(srv->daemon);
-    srv->daemon = NULL;
-    /* Quiesced, the listening socket is ours to close; otherwise MHD closed it. */
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    stop_daemons(srv);
+    close(srv->listen_fd);
+    srv->listen_fd = -1;
     logf_msg(srv, TLY_LOG_INFO, "stopped", "server stopped");
 }
 
