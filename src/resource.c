@@ -117,6 +117,22 @@ void tly_names_destroy(tly_names *t)
     free(t);
 }
 
+void tly_names_reset(tly_names *t)
+{
+    pthread_mutex_lock(&t->mu);
+    for (uint32_t i = TLY_R_FIXED_COUNT; i < t->n; i++)
+        free((char *)name_at(t, i, NULL));
+    /* Chunk 0 holds the fixed names; later chunks only names now gone. */
+    for (uint32_t c = 1; c < NAME_SEGS; c++) {
+        free(t->chunks[c]);
+        t->chunks[c] = NULL;
+    }
+    __atomic_store_n(&t->n, TLY_R_FIXED_COUNT, __ATOMIC_RELEASE);
+    /* The fixed names again, in a table of the first size (a big review's does not stay). */
+    names_rehash(t, 64);
+    pthread_mutex_unlock(&t->mu);
+}
+
 static uint32_t find_locked(const tly_names *t, const char *s, size_t len)
 {
     uint32_t h = hash_bytes(s, len) & (t->nslots - 1);

@@ -154,6 +154,8 @@ struct tly_server {
     atomic_uint_fast64_t cert_rejected[CERT_REASONS];
 
     tly_conns *conns;              /* per-peer limits and deadlines (conns.h) */
+    pthread_key_t scratch_key;     /* each worker's tly_admit_scratch (admit.h), freed as it exits */
+    bool has_scratch_key;
     atomic_size_t mem_used;        /* bytes of bodies in flight and parses under way */
 
     /*
@@ -995,29 +997,16 @@ static enum MHD_Result reply_copy(struct MHD_Connection *conn, unsigned status, 
 
 /*
 ** The AdmissionReview answer as JSON, in small when it fits there (almost every answer: a uid,
-** a verdict, a message), else on the heap (the caller frees it). A memory stream over the
-** caller's buffer costs no 8 KiB buffer to allocate and clear per review, as open_memstream's
-** does; an answer that fills it is written again into an open_memstream.
+** a verdict, a message), else on the heap (the caller frees it). Written without a stream:
+** fmemopen's FILE and its stdio buffer were two allocations per review.
 */
 static char *answer_json(const tly_admit_result *res, char *small, size_t cap, size_t *len)
 {
-    FILE *f = fmemopen(small, cap, "w");
-    if (f) {
-        tly_admit_write_response(f, res, false);
-        bool fits = fflush(f) == 0 && !ferror(f);
-        long at = ftell(f);
-        fclose(f);
-        if (fits && at >= 0 && (size_t)at + 1 < cap) {
-            *len = (size_t)at;
-            return small;
-        }
-    }
-    char *out = NULL;
-    f = open_memstream(&out, len);
-    if (!f)
-        tly_oom();
-    tly_admit_write_response(f, res, false);
-    fclose(f);
+    *len = tly_admit_format_response(res, small, cap);
+    if (*len < cap)
+        return small;
+    char *out = tly_xmalloc(*len + 1);
+    tly_admit_format_response(res, out, *len + 1);
     return out;
 }
 
@@ -1039,6 +1028,23 @@ static void log_rejected(tly_server *srv, const request *rq, unsigned status, co
     snprintf(st, sizeof st, "%u", status);
     const char *kv[] = {"endpoint", tly_endpoint_name(rq->ep), "status", st, "msg", why};
     tly_server_log(srv, TLY_LOG_WARN, "request-rejected", kv, 3);
+}
+
+static void scratch_free(void *sc) { tly_admit_scratch_destroy(sc); }
+
+/*
+** The calling worker's decision scratch, made at its first review: a review
+** then allocates almost nothing (admit.h). Per thread, so no lock.
+*/
+static tly_admit_scratch *worker_scratch(tly_server *srv)
+{
+    tly_admit_scratch *sc = pthread_getspecific(srv->scratch_key);
+    if (!sc) {
+        sc = tly_admit_scratch_create();
+        if (pthread_setspecific(srv->scratch_key, sc) != 0)
+            tly_oom();
+    }
+    return sc;
 }
 
 /* The review is complete: decide it and answer. */
@@ -1082,8 +1088,8 @@ static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, requ
                                       rq->len, &res, err, sizeof err)
                  : TLY_ENOENT;
         if (rc == TLY_ENOENT)
-            rc = tly_admit_review_ledger(st->store, ledger, rq->body ? rq->body : "", rq->len, &res, err,
-                                         sizeof err);
+            rc = tly_admit_review_scratch(st->store, ledger, worker_scratch(srv), rq->body ? rq->body : "",
+                                          rq->len, &res, err, sizeof err);
     }
     state_release(st);
     if (rc != 0) {
@@ -1532,6 +1538,9 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
         atomic_init(&srv->cert_rejected[r], 0);
     srv->metrics = tly_metrics_create();
     atomic_init(&srv->mem_used, 0);
+    if (pthread_key_create(&srv->scratch_key, scratch_free) != 0)
+        tly_oom();
+    srv->has_scratch_key = true;
     unsigned reserve = srv->cfg.connection_limit / 16;
     tly_conns_limits cl = {.limit = srv->cfg.connection_limit, .per_ip = srv->cfg.per_ip_limit,
                            .reserve = reserve < TLY_SERVER_RESERVE ? reserve : TLY_SERVER_RESERVE, .small = 4,
@@ -1851,6 +1860,9 @@ void tly_server_destroy(tly_server *srv)
     }
     free(srv->client_ca_path);
     tly_conns_destroy(srv->conns);
+    /* The workers have exited (their scratch went with them); the key goes now. */
+    if (srv->has_scratch_key)
+        pthread_key_delete(srv->scratch_key);
     tly_upsize_destroy(srv->upsize);
     tly_metrics_destroy(srv->metrics);
     pthread_mutex_destroy(&srv->state_mu);
