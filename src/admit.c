@@ -283,8 +283,9 @@ static void resize_pods_free(resize_pods *p)
     tly_store_destroy(p->ns);
 }
 
-/* The resize rule on the decoded pods, with the ledger around it when there is one. */
-static void resize_rule(decision *d, tly_store *state, const resize_pods *p, const tly_resize_ledger *ledger)
+/* The resize rule on the decoded pods (temporaries in a), with the ledger around it when there is one. */
+static void resize_rule(decision *d, tly_store *state, const resize_pods *p, const tly_resize_ledger *ledger,
+                        tly_arena *a)
 {
     const tly_pod *neu = p->neu, *old = p->old;
     tly_resize_verdict v;
@@ -292,7 +293,7 @@ static void resize_rule(decision *d, tly_store *state, const resize_pods *p, con
         size_t n = 0;
         /* From here on `state` is the one the ledger pairs with its increases (resize.h). */
         const tly_resize_extra *extra = ledger->begin(ledger->ctx, old, &state, &n);
-        tly_resize_decide_extra(state, p->names, neu, old, extra, n, &v);
+        tly_resize_decide_in(state, p->names, neu, old, extra, n, a, &v);
         /*
         ** Reserve only for a pod the state holds: a review may name any pod,
         ** and holds for pods that do not exist would take the room of real
@@ -303,7 +304,7 @@ static void resize_rule(decision *d, tly_store *state, const resize_pods *p, con
         /* No warning for it: the answer stays the one `tally admit` gives (contract section 7). */
         ledger->end(ledger->ctx, old, &v, d->res->dry_run);
     } else {
-        tly_resize_decide(state, p->names, neu, old, &v);
+        tly_resize_decide_in(state, p->names, neu, old, NULL, 0, a, &v);
     }
     if (!v.allowed)
         deny(d, "%s", v.message);
@@ -338,7 +339,7 @@ static void decide_resize(decision *d, tly_store *state, const tly_node *req,
         warn(d, "pod %s/%s is not scheduled by %s; tally does not check its resize", p.old->meta.ns,
              p.old->meta.name, tly_store_scheduler_name(state));
     } else {
-        resize_rule(d, state, &p, ledger);
+        resize_rule(d, state, &p, ledger, sc->arena);
     }
     resize_pods_free(&p);
 }

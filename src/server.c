@@ -78,6 +78,7 @@
 #include "tally/decode.h"
 #include "tally/error.h"
 #include "tally/upsize.h"
+#include "tally/valuebound.h"
 
 #define MAX_CERTS 16
 
@@ -1205,54 +1206,6 @@ static void budget_give(tly_server *srv, size_t n) { atomic_fetch_sub(&srv->mem_
 /* What one parsed JSON value costs (a tly_node and its short text in the arena), measured. */
 #define PARSED_VALUE_BYTES 80u
 
-/*
-** An upper bound on the JSON values in a body, without parsing it: every
-** value but the first follows a ',' or opens a container (or follows a
-** ':'), counted outside strings. A YAML body (block style) also counts its
-** lines. The parse builds a node per value, so this bounds its memory.
-*/
-static size_t values_bound(const char *s, size_t n)
-{
-    /*
-    ** Byte classes: a value opener or separator (1), one only in YAML (2), a quote (3). Most
-    ** of a review's bytes are inside strings, which are skipped with memchr to their closing
-    ** quote: a quote after an odd run of backslashes is escaped, and the string goes on.
-    */
-    static const unsigned char cls[256] = {[','] = 1, ['['] = 1, ['{'] = 1,
-                                           ['\n'] = 2, [':'] = 2, ['"'] = 3};
-    size_t count = 1;
-    size_t i = 0;
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
-        i++;
-    unsigned counted = i < n && s[i] != '{' && s[i] != '[' ? 2 : 1; /* highest class counted */
-    while (i < n) {
-        unsigned k = cls[(unsigned char)s[i]];
-        if (k == 0 || (k != 3 && k > counted)) {
-            i++;
-            continue;
-        }
-        if (k != 3) {
-            count++;
-            i++;
-            continue;
-        }
-        size_t j = i + 1;
-        for (;;) {
-            const char *q = memchr(s + j, '"', n - j);
-            if (!q)
-                return count; /* an unterminated string: nothing after it counts */
-            size_t at = (size_t)(q - s), bs = 0;
-            while (at - bs > i + 1 && s[at - bs - 1] == '\\')
-                bs++;
-            j = at + 1;
-            if (bs % 2 == 0)
-                break;
-        }
-        i = j;
-    }
-    return count;
-}
-
 /* ---- requests: MHD's callbacks ------------------------------------------ */
 
 /* The status of the answer queued on conn, 0 if none: kept for tally_http_responses_total. */
@@ -1352,7 +1305,7 @@ static enum MHD_Result request_body(tly_server *srv, request *rq, bool wanted, c
 */
 static enum MHD_Result decide_bounded(tly_server *srv, struct MHD_Connection *conn, request *rq)
 {
-    size_t values = values_bound(rq->body ? rq->body : "", rq->len);
+    size_t values = tly_values_bound(rq->body ? rq->body : "", rq->len);
     if (values > srv->cfg.max_values) {
         char why[160];
         snprintf(why, sizeof why, "over %zu JSON values (the limit is %zu)", values - 1, srv->cfg.max_values);
