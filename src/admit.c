@@ -176,7 +176,7 @@ tly_admit_scratch *tly_admit_scratch_create(void)
 {
     tly_admit_scratch *sc = tly_xcalloc(1, sizeof *sc);
     sc->arena = tly_arena_create(16 * 1024);
-    sc->names = tly_names_create();
+    sc->names = tly_names_create_private();
     sc->diags[0] = tly_diags_create();
     sc->diags[1] = tly_diags_create();
     return sc;

@@ -37,6 +37,7 @@ typedef struct {
 
 struct tly_names {
     pthread_mutex_t mu;
+    bool private;         /* one thread's (tly_names_create_private): mu is not taken */
     name_entry *chunks[NAME_SEGS];  /* id -> chunk seg_of(id) */
     uint32_t n;           /* published ids (atomic) */
     uint32_t *slots;      /* hash slot -> id + 1 (0 = empty), under mu */
@@ -104,6 +105,26 @@ tly_names *tly_names_create(void)
     return t;
 }
 
+tly_names *tly_names_create_private(void)
+{
+    tly_names *t = tly_names_create();
+    t->private = true;
+    return t;
+}
+
+/* The table's lock, unless one thread owns it. */
+static void names_lock(tly_names *t)
+{
+    if (!t->private)
+        pthread_mutex_lock(&t->mu);
+}
+
+static void names_unlock(tly_names *t)
+{
+    if (!t->private)
+        pthread_mutex_unlock(&t->mu);
+}
+
 void tly_names_destroy(tly_names *t)
 {
     if (!t)
@@ -119,7 +140,7 @@ void tly_names_destroy(tly_names *t)
 
 void tly_names_reset(tly_names *t)
 {
-    pthread_mutex_lock(&t->mu);
+    names_lock(t);
     for (uint32_t i = TLY_R_FIXED_COUNT; i < t->n; i++)
         free((char *)name_at(t, i, NULL));
     /* Chunk 0 holds the fixed names; later chunks only names now gone. */
@@ -130,7 +151,7 @@ void tly_names_reset(tly_names *t)
     __atomic_store_n(&t->n, TLY_R_FIXED_COUNT, __ATOMIC_RELEASE);
     /* The fixed names again, in a table of the first size (a big review's does not stay). */
     names_rehash(t, 64);
-    pthread_mutex_unlock(&t->mu);
+    names_unlock(t);
 }
 
 static uint32_t find_locked(const tly_names *t, const char *s, size_t len)
@@ -149,18 +170,18 @@ static uint32_t find_locked(const tly_names *t, const char *s, size_t len)
 uint32_t tly_names_find(const tly_names *t, const char *s, size_t len)
 {
     tly_names *w = (tly_names *)t;
-    pthread_mutex_lock(&w->mu);
+    names_lock(w);
     uint32_t id = find_locked(t, s, len);
-    pthread_mutex_unlock(&w->mu);
+    names_unlock(w);
     return id;
 }
 
 uint32_t tly_names_intern(tly_names *t, const char *s, size_t len)
 {
-    pthread_mutex_lock(&t->mu);
+    names_lock(t);
     uint32_t id = find_locked(t, s, len);
     if (id != TLY_NAME_NONE || t->n >= NAME_MAX_IDS) {
-        pthread_mutex_unlock(&t->mu);
+        names_unlock(t);
         if (id == TLY_NAME_NONE)
             tly_oom();  /* 4 M distinct resource names: not a cluster */
         return id;
@@ -182,7 +203,7 @@ uint32_t tly_names_intern(tly_names *t, const char *s, size_t len)
             h = (h + 1) & (t->nslots - 1);
         t->slots[h] = id + 1;
     }
-    pthread_mutex_unlock(&t->mu);
+    names_unlock(t);
     return id;
 }
 

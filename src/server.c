@@ -57,6 +57,7 @@
 #include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -77,6 +78,7 @@
 #include "tally/conns.h"
 #include "tally/decode.h"
 #include "tally/error.h"
+#include "tally/readahead.h"
 #include "tally/upsize.h"
 #include "tally/valuebound.h"
 
@@ -123,6 +125,7 @@ typedef struct {
     tly_server *srv;     /* the certificate callback's way to the server */
     tly_conn *guard;     /* its entry in the connection guard (conns.h) */
     int worker;          /* the index of the daemon serving it, -1: unknown */
+    tly_readahead *rx;   /* the TLS session's reads (readahead.h) */
     unsigned ca_gen;     /* the client CA generation the chain verified against; 0: not verified */
     time_t expires;      /* the verified chain's earliest notAfter */
 } conn_ctx;
@@ -615,6 +618,39 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
     return NULL;
 }
 
+/* GnuTLS's pull function over the connection's read-ahead (readahead.h): one recv(2) a record. */
+static ssize_t tls_pull(gnutls_transport_ptr_t p, void *data, size_t size)
+{
+    return tly_readahead_read(p, data, size);
+}
+
+/* GnuTLS's wait for data (handshake and record timeouts): buffered bytes count as ready. */
+static int tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
+{
+    const tly_readahead *r = p;
+    if (tly_readahead_pending(r))
+        return 1;
+    struct pollfd pfd = {.fd = tly_readahead_fd(r), .events = POLLIN};
+    int rc;
+    do
+        rc = poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+    while (rc < 0 && errno == EINTR);
+    return rc;
+}
+
+/*
+** The session reads through cc->rx; it sends as libmicrohttpd set it up
+** (GnuTLS's own push on the descriptor, which the send pointer still is).
+** Set before the handshake, at the connection's start.
+*/
+static void read_ahead(conn_ctx *cc, gnutls_session_t session, int fd)
+{
+    cc->rx = tly_readahead_create(fd);
+    gnutls_transport_set_ptr2(session, cc->rx, (gnutls_transport_ptr_t)(intptr_t)fd);
+    gnutls_transport_set_pull_function(session, tls_pull);
+    gnutls_transport_set_pull_timeout_function(session, tls_pull_timeout);
+}
+
 /* The index of the daemon serving conn, -1 when it is none of ours. */
 static int worker_of(tly_server *srv, struct MHD_Connection *conn)
 {
@@ -636,6 +672,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             tly_conns_close(srv->conns, old->guard);
             if (old->worker >= 0)
                 atomic_fetch_sub(&srv->held[old->worker], 1);
+            /* libmicrohttpd has freed the session already (gnutls_deinit comes first): no read follows. */
+            tly_readahead_destroy(old->rx);
         }
         free(old);
         *socket_context = NULL;
@@ -655,12 +693,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         cc->guard = tly_conns_open(srv->conns, ai ? ai->client_addr : NULL, fd);
     }
-    if (srv->client_ca_path) {
-        /* The session exists and its handshake has not begun: ask for a certificate, never require one. */
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-        if (ci && ci->tls_session)
-            gnutls_certificate_server_set_request(ci->tls_session, GNUTLS_CERT_REQUEST);
-    }
+    /* The session exists and its handshake has not begun. */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t session = ci ? ci->tls_session : NULL;
+    if (session && fd >= 0)
+        read_ahead(cc, session, fd);
+    /* Ask for a client certificate, never require one. */
+    if (session && srv->client_ca_path)
+        gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUEST);
 }
 
 /* ---- accepting ------------------------------------------------------------ */
