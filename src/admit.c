@@ -175,7 +175,8 @@ struct tly_admit_scratch {
 tly_admit_scratch *tly_admit_scratch_create(void)
 {
     tly_admit_scratch *sc = tly_xcalloc(1, sizeof *sc);
-    sc->arena = tly_arena_create(16 * 1024);
+    /* 64 KiB: a review of a few KB, its tree, its pods and the rule's temporaries in the one block kept. */
+    sc->arena = tly_arena_create(64 * 1024);
     sc->names = tly_names_create_private();
     sc->diags[0] = tly_diags_create();
     sc->diags[1] = tly_diags_create();

@@ -150,7 +150,19 @@ void tly_names_reset(tly_names *t)
     }
     __atomic_store_n(&t->n, TLY_R_FIXED_COUNT, __ATOMIC_RELEASE);
     /* The fixed names again, in a table of the first size (a big review's does not stay). */
-    names_rehash(t, 64);
+    if (t->nslots == 64) {
+        memset(t->slots, 0, 64 * sizeof *t->slots);
+        for (uint32_t id = 0; id < TLY_R_FIXED_COUNT; id++) {
+            uint32_t len;
+            const char *str = name_at(t, id, &len);
+            uint32_t h = hash_bytes(str, len) & 63;
+            while (t->slots[h])
+                h = (h + 1) & 63;
+            t->slots[h] = id + 1;
+        }
+    } else {
+        names_rehash(t, 64);
+    }
     names_unlock(t);
 }
 

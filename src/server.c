@@ -272,31 +272,42 @@ static void sb_puts(strbuf *b, const char *s)
     sb_putn(b, s, strlen(s));
 }
 
-/* logfmt value: bare when it is a plain token, else quoted with \" \\ \n escaped. */
+/* A byte a logfmt value cannot hold bare: a space or control, a quote, '=', a backslash, DEL and up. */
+static bool needs_quotes(unsigned char c) { return c <= ' ' || c == '"' || c == '=' || c == '\\' || c >= 0x7f; }
+
+/*
+** logfmt value: bare when it is a plain token, else quoted with \" \\ \n escaped. Runs of plain
+** bytes go in with one copy: the decision line's nine values were a call a byte when quoted.
+*/
 static void sb_value(strbuf *b, const char *v)
 {
-    bool bare = *v != 0;
-    for (const char *p = v; *p; p++)
-        if ((unsigned char)*p <= ' ' || *p == '"' || *p == '=' || *p == '\\' || (unsigned char)*p >= 0x7f)
-            bare = false;
-    if (bare) {
-        sb_puts(b, v);
+    const unsigned char *p = (const unsigned char *)v;
+    while (*p && !needs_quotes(*p))
+        p++;
+    if (!*p && p != (const unsigned char *)v) {
+        sb_putn(b, v, (size_t)(p - (const unsigned char *)v));
         return;
     }
     sb_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+    p = (const unsigned char *)v;
+    for (;;) {
+        const unsigned char *run = p;
+        while (*p && *p >= ' ' && *p != '"' && *p != '\\' && *p != 0x7f)
+            p++;
+        sb_putn(b, (const char *)run, (size_t)(p - run));
+        if (!*p)
+            break;
         if (*p == '"' || *p == '\\') {
-            sb_putc(b, '\\');
-            sb_putc(b, (char)*p);
+            char esc[2] = {'\\', (char)*p};
+            sb_putn(b, esc, 2);
         } else if (*p == '\n') {
             sb_puts(b, "\\n");
-        } else if (*p < ' ' || *p == 0x7f) {
+        } else {
             char hex[8];
             snprintf(hex, sizeof hex, "\\x%02x", *p);
             sb_puts(b, hex);
-        } else {
-            sb_putc(b, (char)*p);
         }
+        p++;
     }
     sb_putc(b, '"');
 }
