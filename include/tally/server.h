@@ -63,6 +63,7 @@ int tly_log_level_parse(const char *s);
 #define TLY_SERVER_MEMORY_BUDGET (96u << 20)    /* bytes for bodies in flight and their parses */
 #define TLY_SERVER_MAX_VALUES 600000u           /* JSON values in one review (80 bytes each parsed) */
 #define TLY_SERVER_MAX_THREADS 16u
+#define TLY_SERVER_CONNECTION_POOL (16u << 10) /* bytes of libmicrohttpd's per-connection pool */
 #define TLY_SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 typedef struct {
