@@ -64,6 +64,8 @@ int tly_log_level_parse(const char *s);
 #define TLY_SERVER_MAX_VALUES 600000u           /* JSON values in one review (80 bytes each parsed) */
 #define TLY_SERVER_MAX_THREADS 16u
 #define TLY_SERVER_CONNECTION_POOL (16u << 10) /* bytes of libmicrohttpd's per-connection pool */
+#define TLY_SERVER_LOG_RING (256u << 10)       /* bytes of log lines the log thread holds at most */
+#define TLY_SERVER_LOG_GATHER_MS 2u            /* a busy log's lines wait at most this long */
 #define TLY_SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 typedef struct {
@@ -140,5 +142,11 @@ tly_metrics *tly_server_metrics(tly_server *srv);
 */
 void tly_server_log(tly_server *srv, int level, const char *event, const char *const *kv,
                     size_t nkv);
+/*
+** Returns once every line logged so far has been written (the log thread
+** writes them a few milliseconds later): before anything else writes to the
+** same stderr, so that it comes after them.
+*/
+void tly_server_flush_log(tly_server *srv);
 
 #endif
