@@ -78,6 +78,7 @@
 #include "tally/conns.h"
 #include "tally/decode.h"
 #include "tally/error.h"
+#include "tally/joinsend.h"
 #include "tally/logq.h"
 #include "tally/readahead.h"
 #include "tally/upsize.h"
@@ -127,6 +128,7 @@ typedef struct {
     tly_conn *guard;     /* its entry in the connection guard (conns.h) */
     int worker;          /* the index of the daemon serving it, -1: unknown */
     tly_readahead *rx;   /* the TLS session's reads (readahead.h) */
+    tly_joinsend *tx;    /* and its writes (joinsend.h) */
     unsigned ca_gen;     /* the client CA generation the chain verified against; 0: not verified */
     time_t expires;      /* the verified chain's earliest notAfter */
 } conn_ctx;
@@ -655,17 +657,32 @@ static int tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
     return rc;
 }
 
+/* GnuTLS's push functions over the connection's writer (joinsend.h): an answer's two records, one sendmsg. */
+static ssize_t tls_vec_push(gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
+{
+    return tly_joinsend_writev(p, (const struct iovec *)iov, iovcnt);
+}
+
+static ssize_t tls_push(gnutls_transport_ptr_t p, const void *data, size_t size)
+{
+    struct iovec v = {(void *)data, size};
+    return tly_joinsend_writev(p, &v, 1);
+}
+
 /*
-** The session reads through cc->rx; it sends as libmicrohttpd set it up
-** (GnuTLS's own push on the descriptor, which the send pointer still is).
-** Set before the handshake, at the connection's start.
+** The session reads through cc->rx and writes through cc->tx (instead of
+** GnuTLS's own recv and sendmsg on the descriptor, which libmicrohttpd set
+** up). Set before the handshake, at the connection's start.
 */
-static void read_ahead(conn_ctx *cc, gnutls_session_t session, int fd)
+static void tls_transport(conn_ctx *cc, gnutls_session_t session, int fd)
 {
     cc->rx = tly_readahead_create(fd);
-    gnutls_transport_set_ptr2(session, cc->rx, (gnutls_transport_ptr_t)(intptr_t)fd);
+    cc->tx = tly_joinsend_create(fd);
+    gnutls_transport_set_ptr2(session, cc->rx, cc->tx);
     gnutls_transport_set_pull_function(session, tls_pull);
     gnutls_transport_set_pull_timeout_function(session, tls_pull_timeout);
+    gnutls_transport_set_push_function(session, tls_push);
+    gnutls_transport_set_vec_push_function(session, tls_vec_push);
 }
 
 /* The index of the daemon serving conn, -1 when it is none of ours. */
@@ -689,8 +706,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             tly_conns_close(srv->conns, old->guard);
             if (old->worker >= 0)
                 atomic_fetch_sub(&srv->held[old->worker], 1);
-            /* libmicrohttpd has freed the session already (gnutls_deinit comes first): no read follows. */
+            /* libmicrohttpd has freed the session already (gnutls_deinit comes first): no I/O follows. */
             tly_readahead_destroy(old->rx);
+            tly_joinsend_destroy(old->tx);
         }
         free(old);
         *socket_context = NULL;
@@ -714,7 +732,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     gnutls_session_t session = ci ? ci->tls_session : NULL;
     if (session && fd >= 0)
-        read_ahead(cc, session, fd);
+        tls_transport(cc, session, fd);
     /* Ask for a client certificate, never require one. */
     if (session && srv->client_ca_path)
         gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUEST);
@@ -1105,6 +1123,19 @@ static tly_admit_scratch *worker_scratch(tly_server *srv)
     return sc;
 }
 
+/*
+** An answer with a body is queued (a POST's, so MHD sends the body): its
+** header record is held and goes out with the body record, one sendmsg
+** (joinsend.h says why the hold cannot outlive the answer). Only once the
+** answer is queued: nothing is sent before MHD sends its header.
+*/
+static void join_answer(struct MHD_Connection *conn, enum MHD_Result queued, size_t body_len)
+{
+    conn_ctx *cc = ctx_of(conn);
+    if (queued == MHD_YES && body_len > 0 && cc && cc->tx)
+        tly_joinsend_hold_next(cc->tx);
+}
+
 /* The review is complete: decide it and answer. */
 static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, request *rq)
 {
@@ -1183,9 +1214,10 @@ static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, requ
         tly_server_log(srv, TLY_LOG_INFO, "decision", kv, 9);
     }
     tly_admit_result_free(&res);
-    if (out == small)
-        return reply_copy(conn, MHD_HTTP_OK, "application/json", out, outlen);
-    return reply(conn, MHD_HTTP_OK, "application/json", out, outlen);
+    enum MHD_Result ret = out == small ? reply_copy(conn, MHD_HTTP_OK, "application/json", out, outlen)
+                                       : reply(conn, MHD_HTTP_OK, "application/json", out, outlen);
+    join_answer(conn, ret, outlen);
+    return ret;
 }
 
 /* GET /healthz, /readyz, /metrics. */
