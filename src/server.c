@@ -2,10 +2,17 @@
 ** server.c: the HTTPS admission webhook (server.h) on libmicrohttpd + GnuTLS.
 **
 ** Why this shape:
-**  - libmicrohttpd runs a pool of worker threads, each with its own epoll
-**    loop over the shared listening socket (c-stack.md section 2 measured it
-**    the fastest HTTP/1.1 server of the candidates). Keep-alive is HTTP/1.1's
-**    default and MHD's; the API server reuses its connections.
+**  - libmicrohttpd runs the workers, one daemon and epoll loop each
+**    (c-stack.md section 2 measured it the fastest HTTP/1.1 server of the
+**    candidates). One accepting thread of ours (acceptor.h) takes every
+**    connection and gives it to the worker holding the fewest: with a
+**    shared listening socket a burst of connects often all went to one
+**    worker. Keep-alive is HTTP/1.1's default and MHD's; the API server
+**    reuses its connections.
+**  - A TLS session reads through a read-ahead buffer (readahead.h) and
+**    writes through joinsend.h, which sends an answer's header and body
+**    records with one sendmsg; decisions run in a per-worker scratch
+**    (admit.h), and log lines go to a log thread (logq.h).
 **  - The certificate is not handed to MHD as a fixed PEM: a GnuTLS
 **    certificate callback runs at every handshake and returns the current
 **    pair. At most once a second it looks at the files (mtime, inode, size:
