@@ -11,8 +11,9 @@
 ** level, PODS Running kai-scheduler pods (1 cpu, 4Gi each) spread evenly over
 ** the leaves through the queue label, and one pods/resize AdmissionReview
 ** raising one of those pods from 1 to 2 cpu. The state goes through the
-** normal loader (not timed). Then DECISIONS calls of tly_admit_review(), the
-** engine as `tally admit` and `tally serve` call it, are timed. A decision
+** normal loader (not timed). Then DECISIONS calls of tly_admit_review_scratch(), the
+** engine as `tally serve` calls it (one scratch kept for every decision; `tally admit`
+** makes one for its one review), are timed. A decision
 ** here is everything from the review's bytes to the verdict: decoding the
 ** JSON review (object and oldObject), the resize rule, building the queue
 ** ledger from every pod in the state, and the leaf-to-root walk. Writing the
@@ -152,15 +153,18 @@ static char *build_review(size_t *len)
     return buf;
 }
 
-/* The decision loop (callgrind counts this function: --toggle-collect=decide). */
-__attribute__((noinline)) static unsigned decide(const tly_store *s, const char *review, size_t len,
-                                                 unsigned n)
+/*
+** The decision loop (callgrind counts this function: --toggle-collect=decide). One scratch for
+** every decision, as each worker of `tally serve` keeps one (admit.h).
+*/
+__attribute__((noinline)) static unsigned decide(const tly_store *s, tly_admit_scratch *sc, const char *review,
+                                                 size_t len, unsigned n)
 {
     unsigned allowed = 0;
     char err[256];
     for (unsigned i = 0; i < n; i++) {
         tly_admit_result res;
-        if (tly_admit_review(s, review, len, &res, err, sizeof err) != 0) {
+        if (tly_admit_review_scratch(s, NULL, sc, review, len, &res, err, sizeof err) != 0) {
             fprintf(stderr, "bench-resize: review refused: %s\n", err);
             exit(1);
         }
@@ -212,9 +216,11 @@ int main(int argc, char **argv)
         return 1;
     }
     tly_admit_result_free(&res);
+    tly_admit_scratch *sc = tly_admit_scratch_create();
     double t0 = now_s();
-    unsigned allowed = decide(s, review, rlen, n);
+    unsigned allowed = decide(s, sc, review, rlen, n);
     double t1 = now_s();
+    tly_admit_scratch_destroy(sc);
     printf("resize: %u queues (4 levels, %u leaves), %u running pods, review %zu bytes: "
            "%u decisions (%u allowed) in %.3f s, %.1f us/decision: %.0f decisions/s\n",
            TOPS + TOPS * DIVS + TOPS * DIVS * PROJS + LEAVES, LEAVES, pods, rlen, n, allowed, t1 - t0,

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The multi-threaded parts under ThreadSanitizer: the runtimed admission
-# cache (test_runtimed: 8 threads reserving and releasing), the resize
+# cache (test_runtimed: 8 threads reserving and releasing), the webhook's
+# accepting thread and connection guard (test_acceptor) and its log thread
+# (test_logq: 8 threads logging, flushes, a full buffer), the resize
 # reservation ledger of `tally serve --reserve-upsizes` (test_upsize: 16
 # threads admitting upsizes against a nearly full queue), and the webhook
 # server itself (cli_serve: concurrent clients, SIGHUP state swaps while
@@ -16,10 +18,14 @@ JOBS=${JOBS:-2}
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DTALLY_TESTS=ON \
   -DCMAKE_C_FLAGS="-fsanitize=thread -g -O1" \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null
-cmake --build build-tsan -j "$JOBS" --target test_runtimed test_upsize tally >/dev/null
+cmake --build build-tsan -j "$JOBS" --target test_runtimed test_upsize test_acceptor test_logq tally >/dev/null
 export TSAN_OPTIONS=halt_on_error=1
 ./build-tsan/test_runtimed
 echo "tsan: test_runtimed clean"
+./build-tsan/test_acceptor
+echo "tsan: test_acceptor clean"
+./build-tsan/test_logq
+echo "tsan: test_logq clean"
 ./build-tsan/test_upsize
 echo "tsan: test_upsize clean"
 bash tests/cli/serve.sh build-tsan/tally

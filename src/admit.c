@@ -15,8 +15,10 @@
 #include <string.h>
 
 #include "tally/crd.h"
+#include "tally/decode.h"
 #include "tally/error.h"
 #include "tally/json.h"
+#include "tally/kaisnap.h"
 #include "tally/kruntimes.h"
 #include "tally/resize.h"
 
@@ -162,16 +164,54 @@ static void check_run(decision *d, const tly_store *state, const tly_run *run, c
     }
 }
 
-/* pods/resize: decode both pods with the validator's decoders, then resize.h. */
+/* ---- the scratch a decision works in ------------------------------------ */
+
+struct tly_admit_scratch {
+    tly_arena *arena;     /* the review's tree and the decoded pods; reset after each decision */
+    tly_names *names;     /* the pods' resource names; back to the fixed ones after each */
+    tly_diags *diags[2];  /* the new and the old pod's decoding problems; cleared after each */
+};
+
+tly_admit_scratch *tly_admit_scratch_create(void)
+{
+    tly_admit_scratch *sc = tly_xcalloc(1, sizeof *sc);
+    /* 64 KiB: a review of a few KB, its tree, its pods and the rule's temporaries in the one block kept. */
+    sc->arena = tly_arena_create(64 * 1024);
+    sc->names = tly_names_create_private();
+    sc->diags[0] = tly_diags_create();
+    sc->diags[1] = tly_diags_create();
+    return sc;
+}
+
+void tly_admit_scratch_destroy(tly_admit_scratch *sc)
+{
+    if (!sc)
+        return;
+    tly_arena_destroy(sc->arena);
+    tly_names_destroy(sc->names);
+    tly_diags_destroy(sc->diags[0]);
+    tly_diags_destroy(sc->diags[1]);
+    free(sc);
+}
+
+/* After a decision: nothing of it is kept but the memory (the first arena block, the tables). */
+static void scratch_reset(tly_admit_scratch *sc)
+{
+    tly_arena_reset(sc->arena);
+    tly_names_reset(sc->names);
+    tly_diags_clear(sc->diags[0]);
+    tly_diags_clear(sc->diags[1]);
+}
+
+/* ---- pods/resize: decode both pods with the validator's decoders, then resize.h ---- */
 
 /*
 ** The first error the decoders found in a Pod's resources (a quantity too
 ** large or too fine to hold exactly, a malformed one), or NULL. The decoder
 ** leaves such a field out, so the pod would seem to ask for nothing.
 */
-static const tly_diag *resources_error(tly_store *s)
+static const tly_diag *resources_error(const tly_diags *d)
 {
-    const tly_diags *d = tly_store_diags(s);
     for (size_t i = 0; i < tly_diags_count(d); i++) {
         const tly_diag *g = tly_diags_get(d, i);
         if (g->sev == TLY_SEV_ERROR && g->field && strstr(g->field, "resources"))
@@ -179,64 +219,130 @@ static const tly_diag *resources_error(tly_store *s)
     }
     return NULL;
 }
+
+/* The two pods of a resize review as decoded, with the names and problems of their decoding. */
+typedef struct {
+    const tly_pod *neu, *old;
+    const tly_diags *ndiags, *odiags;
+    tly_names *names;
+    tly_store *ns, *os;  /* the store path's one-object stores, else NULL */
+} resize_pods;
+
+/*
+** A review object decoded straight into the scratch, as the loader would
+** decode it into a store of its own (load.c handle_object): NULL unless it
+** is a Pod. Its problems go to diags, and its src.file reads `which`.
+*/
+static const tly_pod *decode_pod(tly_admit_scratch *sc, tly_diags *diags, const char *which,
+                                 const tly_node *object)
+{
+    tly_decode_env env = {.arena = sc->arena, .names = sc->names, .diags = diags, .file = which};
+    int errors = 0;
+    const tly_meta *m = tly_decode_object(&env, object, &errors);
+    return m && m->kind == TLY_K_POD ? (const tly_pod *)m : NULL;
+}
+
+/*
+** Decodes both pods. Straight into the scratch, without a store: a store
+** per pod (its arena, indexes and name map, made and freed for every
+** review) was a sixth of the webhook's time. An object the loader treats
+** otherwise than by decoding it (a CustomResourceDefinition, a KAI
+** snapshot) goes the store path, which is the loader's own, so the answer
+** is the same either way; one names table serves both pods, since the
+** resize rule compares their resources id by id.
+*/
+static void resize_pods_decode(tly_admit_scratch *sc, const tly_node *object, const tly_node *oldo,
+                               resize_pods *p)
+{
+    memset(p, 0, sizeof *p);
+    bool special = tly_crd_is_crd(object) || tly_kaisnap_is_snapshot(object) || tly_crd_is_crd(oldo) ||
+                   tly_kaisnap_is_snapshot(oldo);
+    if (!special) {
+        p->names = sc->names;
+        p->neu = decode_pod(sc, sc->diags[0], "request.object", object);
+        p->old = decode_pod(sc, sc->diags[1], "request.oldObject", oldo);
+        p->ndiags = sc->diags[0];
+        p->odiags = sc->diags[1];
+        return;
+    }
+    p->ns = tly_store_create_one(NULL);
+    p->os = tly_store_create_one(tly_store_names(p->ns));
+    tly_store_load_object(p->ns, "request.object", object);
+    tly_store_load_object(p->os, "request.oldObject", oldo);
+    tly_store_finish(p->ns);
+    tly_store_finish(p->os);
+    p->neu = tly_store_count(p->ns, TLY_K_POD) ? tly_store_at(p->ns, TLY_K_POD, 0) : NULL;
+    p->old = tly_store_count(p->os, TLY_K_POD) ? tly_store_at(p->os, TLY_K_POD, 0) : NULL;
+    p->ndiags = tly_store_diags(p->ns);
+    p->odiags = tly_store_diags(p->os);
+    p->names = tly_store_names(p->ns);
+}
+
+static void resize_pods_free(resize_pods *p)
+{
+    tly_store_destroy(p->os);
+    tly_store_destroy(p->ns);
+}
+
+/* The resize rule on the decoded pods (temporaries in a), with the ledger around it when there is one. */
+static void resize_rule(decision *d, tly_store *state, const resize_pods *p, const tly_resize_ledger *ledger,
+                        tly_arena *a)
+{
+    const tly_pod *neu = p->neu, *old = p->old;
+    tly_resize_verdict v;
+    if (ledger) {
+        size_t n = 0;
+        /* From here on `state` is the one the ledger pairs with its increases (resize.h). */
+        const tly_resize_extra *extra = ledger->begin(ledger->ctx, old, &state, &n);
+        tly_resize_decide_in(state, p->names, neu, old, extra, n, a, &v);
+        /*
+        ** Reserve only for a pod the state holds: a review may name any pod,
+        ** and holds for pods that do not exist would take the room of real
+        ** ones until they time out (and grow the ledger without bound).
+        */
+        const tly_pod *sp = tly_store_find(state, TLY_K_POD, old->meta.ns, old->meta.name);
+        v.in_state = sp && (!sp->meta.uid || !old->meta.uid || !strcmp(sp->meta.uid, old->meta.uid));
+        /* No warning for it: the answer stays the one `tally admit` gives (contract section 7). */
+        ledger->end(ledger->ctx, old, &v, d->res->dry_run);
+    } else {
+        tly_resize_decide_in(state, p->names, neu, old, NULL, 0, a, &v);
+    }
+    if (!v.allowed)
+        deny(d, "%s", v.message);
+    if (v.warning)
+        warn(d, "%s", v.warning);
+    tly_resize_verdict_free(&v);
+}
+
 static void decide_resize(decision *d, tly_store *state, const tly_node *req,
-                          const tly_resize_ledger *ledger)
+                          const tly_resize_ledger *ledger, tly_admit_scratch *sc)
 {
     const tly_node *object = tly_node_get(req, "object"), *oldo = tly_node_get(req, "oldObject");
     if (!object || object->type != TLY_N_MAP || !oldo || oldo->type != TLY_N_MAP) {
         deny(d, "a pods/resize review needs request.object and request.oldObject");
         return;
     }
-    /* One names table for both: the resize rule compares their resources id by id. */
-    tly_store *ns = tly_store_create_one(NULL), *os = tly_store_create_one(tly_store_names(ns));
-    tly_store_load_object(ns, "request.object", object);
-    tly_store_load_object(os, "request.oldObject", oldo);
-    tly_store_finish(ns);
-    tly_store_finish(os);
-    const tly_pod *neu = tly_store_count(ns, TLY_K_POD) ? tly_store_at(ns, TLY_K_POD, 0) : NULL;
-    const tly_pod *old = tly_store_count(os, TLY_K_POD) ? tly_store_at(os, TLY_K_POD, 0) : NULL;
-    const tly_diag *bad = resources_error(ns);
+    resize_pods p;
+    resize_pods_decode(sc, object, oldo, &p);
+    const tly_diag *bad = resources_error(p.ndiags);
     const char *which = "request.object";
     if (!bad) {
-        bad = resources_error(os);
+        bad = resources_error(p.odiags);
         which = "request.oldObject";
     }
     if (bad) {
         /* A quantity dropped as unreadable would read as no increase: never admit on that. */
         deny(d, "resize rejected: %s %s: %s; tally cannot decide this resize exactly", which, bad->field,
              bad->msg);
-    } else if (!neu || !old) {
+    } else if (!p.neu || !p.old) {
         deny(d, "request.object and request.oldObject must be Pods tally can read");
-    } else if (!tly_store_is_tally_pod(state, old)) {
-        warn(d, "pod %s/%s is not scheduled by %s; tally does not check its resize", old->meta.ns,
-             old->meta.name, tly_store_scheduler_name(state));
+    } else if (!tly_store_is_tally_pod(state, p.old)) {
+        warn(d, "pod %s/%s is not scheduled by %s; tally does not check its resize", p.old->meta.ns,
+             p.old->meta.name, tly_store_scheduler_name(state));
     } else {
-        tly_resize_verdict v;
-        if (ledger) {
-            size_t n = 0;
-            /* From here on `state` is the one the ledger pairs with its increases (resize.h). */
-            const tly_resize_extra *extra = ledger->begin(ledger->ctx, old, &state, &n);
-            tly_resize_decide_extra(state, tly_store_names(ns), neu, old, extra, n, &v);
-            /*
-            ** Reserve only for a pod the state holds: a review may name any pod,
-            ** and holds for pods that do not exist would take the room of real
-            ** ones until they time out (and grow the ledger without bound).
-            */
-            const tly_pod *sp = tly_store_find(state, TLY_K_POD, old->meta.ns, old->meta.name);
-            v.in_state = sp && (!sp->meta.uid || !old->meta.uid || !strcmp(sp->meta.uid, old->meta.uid));
-            /* No warning for it: the answer stays the one `tally admit` gives (contract section 7). */
-            ledger->end(ledger->ctx, old, &v, d->res->dry_run);
-        } else {
-            tly_resize_decide(state, tly_store_names(ns), neu, old, &v);
-        }
-        if (!v.allowed)
-            deny(d, "%s", v.message);
-        if (v.warning)
-            warn(d, "%s", v.warning);
-        tly_resize_verdict_free(&v);
+        resize_rule(d, state, &p, ledger, sc->arena);
     }
-    tly_store_destroy(os);
-    tly_store_destroy(ns);
+    resize_pods_free(&p);
 }
 
 int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_admit_result *res,
@@ -249,10 +355,18 @@ int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *led
                             const char *body, size_t len, tly_admit_result *res, char *err,
                             size_t errlen)
 {
+    tly_admit_scratch *sc = tly_admit_scratch_create();
+    int rc = tly_admit_review_scratch(state, ledger, sc, body, len, res, err, errlen);
+    tly_admit_scratch_destroy(sc);
+    return rc;
+}
+
+int tly_admit_review_scratch(const tly_store *state, const tly_resize_ledger *ledger, tly_admit_scratch *sc,
+                             const char *body, size_t len, tly_admit_result *res, char *err, size_t errlen)
+{
     memset(res, 0, sizeof *res);
-    tly_arena *a = tly_arena_create(16 * 1024);
     int rc = TLY_EINVAL;
-    tly_node *review = tly_parse_value(body, len, a);
+    tly_node *review = tly_parse_value(body, len, sc->arena);
     const char *api = review ? str_at(review, "apiVersion") : NULL;
     const char *kind = review ? str_at(review, "kind") : NULL;
     const tly_node *req = review ? tly_node_get(review, "request") : NULL;
@@ -284,7 +398,7 @@ int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *led
     const tly_node *object = tly_node_get(req, "object");
     bool create = op && !strcmp(op, "CREATE"), update = op && !strcmp(op, "UPDATE");
     if (rkind && !strcmp(rkind, "Pod") && update && sub && !strcmp(sub, "resize")) {
-        decide_resize(&d, (tly_store *)state, req, ledger);
+        decide_resize(&d, (tly_store *)state, req, ledger, sc);
         goto done;
     }
     if (rkind && !strcmp(rkind, "Queue") && op && !strcmp(op, "DELETE") && !(sub && *sub)) {
@@ -350,7 +464,7 @@ done:
     res->allowed = d.denial == NULL;
     res->message = d.denial;
 out:
-    tly_arena_destroy(a);
+    scratch_reset(sc);
     return rc;
 }
 
@@ -383,6 +497,91 @@ static char *base64(const char *in, size_t n)
     }
     *o = '\0';
     return out;
+}
+
+/* ---- the answer into a buffer (the webhook's) ------------------------------ */
+
+/* A bounded writer: counts every byte, keeps those that fit. */
+typedef struct {
+    char *p;
+    size_t cap, len;
+} obuf;
+
+static void ob_put(obuf *o, const char *s, size_t n)
+{
+    if (o->len < o->cap) {
+        size_t room = o->cap - o->len;
+        memcpy(o->p + o->len, s, n < room ? n : room);
+    }
+    o->len += n;
+}
+
+static void ob_puts(obuf *o, const char *s) { ob_put(o, s, strlen(s)); }
+
+/* A JSON string as json.c writes it (tly_json_write_escaped), or null for NULL. */
+static void ob_string(obuf *o, const char *s)
+{
+    if (!s) {
+        ob_puts(o, "null");
+        return;
+    }
+    ob_put(o, "\"", 1);
+    const unsigned char *p = (const unsigned char *)s;
+    for (;;) {
+        const unsigned char *run = p;
+        while (*p && *p >= 0x20 && *p != '"' && *p != '\\')
+            p++;
+        ob_put(o, (const char *)run, (size_t)(p - run));
+        if (!*p)
+            break;
+        char esc[8];
+        switch (*p) {
+        case '"': ob_puts(o, "\\\""); break;
+        case '\\': ob_puts(o, "\\\\"); break;
+        case '\n': ob_puts(o, "\\n"); break;
+        case '\r': ob_puts(o, "\\r"); break;
+        case '\t': ob_puts(o, "\\t"); break;
+        case '\b': ob_puts(o, "\\b"); break;
+        case '\f': ob_puts(o, "\\f"); break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04x", *p);
+            ob_puts(o, esc);
+        }
+        p++;
+    }
+    ob_put(o, "\"", 1);
+}
+
+size_t tly_admit_format_response(const tly_admit_result *res, char *buf, size_t cap)
+{
+    obuf o = {buf, cap, 0};
+    ob_puts(&o, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+    ob_string(&o, res->uid);
+    ob_puts(&o, res->allowed ? ",\"allowed\":true" : ",\"allowed\":false");
+    if (!res->allowed) {
+        ob_puts(&o, ",\"status\":{\"code\":403,\"reason\":\"Forbidden\",\"message\":");
+        ob_string(&o, res->message);
+        ob_put(&o, "}", 1);
+    }
+    if (res->patch) {
+        ob_puts(&o, ",\"patchType\":\"JSONPatch\",\"patch\":");
+        char *b64 = base64(res->patch, strlen(res->patch));
+        ob_string(&o, b64);
+        free(b64);
+    }
+    if (res->nwarnings) {
+        ob_puts(&o, ",\"warnings\":[");
+        for (size_t i = 0; i < res->nwarnings; i++) {
+            if (i)
+                ob_put(&o, ",", 1);
+            ob_string(&o, res->warnings[i]);
+        }
+        ob_put(&o, "]", 1);
+    }
+    ob_puts(&o, "}}\n");
+    if (o.len < cap)
+        buf[o.len] = '\0';
+    return o.len;
 }
 
 void tly_admit_write_response(FILE *out, const tly_admit_result *res, bool pretty)

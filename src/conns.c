@@ -47,6 +47,7 @@ struct tly_conn {
     int phase;
     int64_t deadline_ms;
     bool cut;
+    bool handed;   /* counted by the acceptor, not yet adopted by a worker (on c->handed) */
 };
 
 struct tly_conns {
@@ -56,6 +57,7 @@ struct tly_conns {
     peer *peers;
     size_t npeers, peers_cap;
     tly_conn *head;
+    tly_conn *handed;  /* accepted and counted, waiting for a worker to adopt them (a few at most) */
     unsigned open;
     bool running, stopping;
     pthread_t reaper;
@@ -112,7 +114,69 @@ tly_conns *tly_conns_create(const tly_conns_limits *l)
     return c;
 }
 
-/* Shuts down the sockets past their deadline; caller holds the lock. */
+/* Puts k at the head of list *head. */
+static void link_conn(tly_conn **head, tly_conn *k)
+{
+    k->prev = NULL;
+    k->next = *head;
+    if (*head)
+        (*head)->prev = k;
+    *head = k;
+}
+
+/* Takes k out of list *head. */
+static void unlink_conn(tly_conn **head, tly_conn *k)
+{
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        *head = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    k->prev = k->next = NULL;
+}
+
+/* One more connection of the peer with key k, and of the server; caller holds the lock. */
+static void hold(tly_conns *c, const peer_key *k)
+{
+    peer *p = find_peer(c, k);
+    if (!p) {
+        if (c->npeers == c->peers_cap) {
+            c->peers_cap = c->peers_cap ? c->peers_cap * 2 : 16;
+            c->peers = tly_xrealloc(c->peers, c->peers_cap * sizeof *c->peers);
+        }
+        p = &c->peers[c->npeers++];
+        p->key = *k;
+        p->held = 0;
+    }
+    p->held++;
+    c->open++;
+}
+
+/* One fewer; caller holds the lock. */
+static void release(tly_conns *c, const peer_key *k)
+{
+    peer *p = find_peer(c, k);
+    if (p && --p->held == 0)
+        *p = c->peers[--c->npeers];
+    c->open--;
+}
+
+/* A handed-over connection no worker adopted is uncounted and forgotten; caller holds the lock. */
+static void drop_handed(tly_conns *c, tly_conn *k)
+{
+    unlink_conn(&c->handed, k);
+    release(c, &k->key);
+    free(k);
+}
+
+/*
+** Shuts down the sockets past their deadline; caller holds the lock. A
+** handed-over connection that no worker adopted within its handshake time
+** is dropped from the counts, never shut down: its socket is libmicrohttpd's
+** (it may have closed it after failing to set the connection up, and the
+** descriptor may be another's by now).
+*/
 static void reap_locked(tly_conns *c)
 {
     int64_t now = now_ms();
@@ -122,6 +186,11 @@ static void reap_locked(tly_conns *c)
         k->cut = true;
         atomic_fetch_add_explicit(&c->cut[k->phase], 1, memory_order_relaxed);
         shutdown(k->fd, SHUT_RDWR);
+    }
+    for (tly_conn *k = c->handed, *next; k; k = next) {
+        next = k->next;
+        if (now >= k->deadline_ms)
+            drop_handed(c, k);
     }
 }
 
@@ -151,6 +220,15 @@ int tly_conns_start(tly_conns *c)
     return rc;
 }
 
+static void free_list(tly_conn *k)
+{
+    while (k) {
+        tly_conn *next = k->next;
+        free(k);
+        k = next;
+    }
+}
+
 void tly_conns_destroy(tly_conns *c)
 {
     if (!c)
@@ -162,11 +240,8 @@ void tly_conns_destroy(tly_conns *c)
         pthread_mutex_unlock(&c->mu);
         pthread_join(c->reaper, NULL);
     }
-    while (c->head) {
-        tly_conn *k = c->head;
-        c->head = k->next;
-        free(k);
-    }
+    free_list(c->head);
+    free_list(c->handed);
     free(c->peers);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->mu);
@@ -186,44 +261,84 @@ static int refusal(const tly_conns *c, unsigned held)
     return -1;
 }
 
-bool tly_conns_admit(tly_conns *c, const struct sockaddr *addr, socklen_t len)
-{
-    peer_key k = key_of(addr, len);
-    pthread_mutex_lock(&c->mu);
-    const peer *p = find_peer(c, &k);
-    int why = refusal(c, p ? p->held : 0);
-    pthread_mutex_unlock(&c->mu);
-    if (why >= 0)
-        atomic_fetch_add_explicit(&c->refused[why], 1, memory_order_relaxed);
-    return why < 0;
-}
-
-tly_conn *tly_conns_open(tly_conns *c, const struct sockaddr *addr, int fd)
+/* A new entry for a connection of peer key on socket fd, in its handshake phase. */
+static tly_conn *conn_new(tly_conns *c, const peer_key *key, int fd)
 {
     tly_conn *k = calloc(1, sizeof *k);
     if (!k)
         tly_oom();
     k->fd = fd;
-    k->key = key_of(addr, addr ? (socklen_t)sizeof(struct sockaddr_storage) : 0);
+    k->key = *key;
     k->phase = PH_HANDSHAKE;
     k->deadline_ms = now_ms() + (int64_t)c->lim.handshake_s * 1000;
+    return k;
+}
+
+/* The handed-over connection on socket fd, or NULL; caller holds the lock. */
+static tly_conn *find_handed(tly_conns *c, int fd)
+{
+    for (tly_conn *k = c->handed; k; k = k->next)
+        if (k->fd == fd)
+            return k;
+    return NULL;
+}
+
+bool tly_conns_accept(tly_conns *c, const struct sockaddr *addr, socklen_t len, int fd)
+{
+    peer_key key = key_of(addr, len);
+    tly_conn *k = conn_new(c, &key, fd);
     pthread_mutex_lock(&c->mu);
-    peer *p = find_peer(c, &k->key);
-    if (!p) {
-        if (c->npeers == c->peers_cap) {
-            c->peers_cap = c->peers_cap ? c->peers_cap * 2 : 16;
-            c->peers = tly_xrealloc(c->peers, c->peers_cap * sizeof *c->peers);
-        }
-        p = &c->peers[c->npeers++];
-        p->key = k->key;
-        p->held = 0;
+    /*
+    ** The kernel gave fd out again, so a handed-over entry still holding it
+    ** is stale: libmicrohttpd closed that socket without starting it.
+    */
+    tly_conn *stale = find_handed(c, fd);
+    if (stale)
+        drop_handed(c, stale);
+    const peer *p = find_peer(c, &key);
+    int why = refusal(c, p ? p->held : 0);
+    if (why < 0) {
+        k->handed = true;
+        link_conn(&c->handed, k);
+        hold(c, &key);
     }
-    p->held++;
-    k->next = c->head;
-    if (c->head)
-        c->head->prev = k;
-    c->head = k;
-    c->open++;
+    pthread_mutex_unlock(&c->mu);
+    if (why < 0)
+        return true;
+    atomic_fetch_add_explicit(&c->refused[why], 1, memory_order_relaxed);
+    free(k);
+    return false;
+}
+
+void tly_conns_abandon(tly_conns *c, int fd)
+{
+    pthread_mutex_lock(&c->mu);
+    tly_conn *k = find_handed(c, fd);
+    if (k)
+        drop_handed(c, k);
+    pthread_mutex_unlock(&c->mu);
+}
+
+tly_conn *tly_conns_adopt(tly_conns *c, int fd)
+{
+    pthread_mutex_lock(&c->mu);
+    tly_conn *k = find_handed(c, fd);
+    if (k) {
+        unlink_conn(&c->handed, k);
+        k->handed = false;
+        link_conn(&c->head, k);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return k;
+}
+
+tly_conn *tly_conns_open(tly_conns *c, const struct sockaddr *addr, int fd)
+{
+    peer_key key = key_of(addr, addr ? (socklen_t)sizeof(struct sockaddr_storage) : 0);
+    tly_conn *k = conn_new(c, &key, fd);
+    pthread_mutex_lock(&c->mu);
+    hold(c, &key);
+    link_conn(&c->head, k);
     pthread_mutex_unlock(&c->mu);
     return k;
 }
@@ -233,16 +348,8 @@ void tly_conns_close(tly_conns *c, tly_conn *k)
     if (!k)
         return;
     pthread_mutex_lock(&c->mu);
-    peer *p = find_peer(c, &k->key);
-    if (p && --p->held == 0)
-        *p = c->peers[--c->npeers];
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        c->head = k->next;
-    if (k->next)
-        k->next->prev = k->prev;
-    c->open--;
+    unlink_conn(k->handed ? &c->handed : &c->head, k);
+    release(c, &k->key);
     /* A failed handshake, a request line libmicrohttpd could not read, a client that sent nothing. */
     if (k->phase == PH_HANDSHAKE && !k->cut)
         atomic_fetch_add_explicit(&c->no_request, 1, memory_order_relaxed);

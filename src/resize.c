@@ -238,6 +238,22 @@ void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly
                              const tly_pod *old, const tly_resize_extra *extra, size_t nextra,
                              tly_resize_verdict *v)
 {
+    tly_arena *a = tly_arena_create(16 * 1024);
+    tly_resize_decide_in(state, names, neu, old, extra, nextra, a, v);
+    tly_arena_destroy(a);
+}
+
+/* The queue named qn: the index found for `known` (named kn) when it is the same name. */
+static int32_t find_queue(const tly_queues *qs, const char *qn, const char *kn, int32_t known)
+{
+    if (kn && qn && !strcmp(qn, kn))
+        return known;
+    return tly_queues_find(qs, qn);
+}
+
+void tly_resize_decide_in(tly_store *state, const tly_names *names, const tly_pod *neu, const tly_pod *old,
+                          const tly_resize_extra *extra, size_t nextra, tly_arena *a, tly_resize_verdict *v)
+{
     memset(v, 0, sizeof *v);
     v->allowed = true;
     const char *container = NULL;
@@ -252,8 +268,9 @@ void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly
                                neu->meta.ns, neu->meta.name, other, container ? container : "?");
         return;
     }
-    tly_qty unused[2];
-    tly_resize_pod_size(neu, v->size, unused);
+    const uint32_t ids[2] = {TLY_R_CPU, TLY_R_MEMORY};
+    for (int k = 0; k < 2; k++)
+        v->size[k] = pod_sum(neu, ids[k], false);  /* the new size; its effective request is not needed */
     tly_resize_pod_size(old, v->spec, v->base);
     v->sized = true;
     const tly_config *cfg = tly_store_config(state);
@@ -277,28 +294,25 @@ void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly
     ** were in progress. Raising a container under a larger init container
     ** adds nothing, as in KAI.
     */
-    const uint32_t ids[2] = {TLY_R_CPU, TLY_R_MEMORY};
     tly_qty delta[2], e_old[2], e_new[2];
-    bool grows = false, changed = false;
+    bool grows = false, changed[2];
     for (int k = 0; k < 2; k++)
-        changed |= tly_qty_cmp(pod_sum(neu, ids[k], false), pod_sum(old, ids[k], false)) != 0;
-    if (!changed)
+        changed[k] = tly_qty_cmp(v->size[k], v->spec[k]) != 0;
+    if (!changed[0] && !changed[1])
         return;  /* the same spec sums: a redistribution between containers, or nothing */
-    tly_arena *a = tly_arena_create(16 * 1024);
     const char *old_queue;
     bool e_np;
     effective_pair(state, neu, old, a, e_new, e_old, &old_queue, &e_np);
     for (int k = 0; k < 2; k++) {
         tly_qty d;
         delta[k] = (tly_qty){0, TLY_QFMT_DECIMAL_SI};
-        if (tly_qty_cmp(pod_sum(neu, ids[k], false), pod_sum(old, ids[k], false)) != 0 &&
-            tly_qty_sub(e_new[k], e_old[k], &d) == TLY_OK && tly_qty_sign(d) > 0) {
+        if (changed[k] && tly_qty_sub(e_new[k], e_old[k], &d) == TLY_OK && tly_qty_sign(d) > 0) {
             delta[k] = d;
             grows = true;
         }
     }
     if (!grows)
-        goto out;  /* downsizes and redistribution are always admitted */
+        return;  /* downsizes and redistribution are always admitted */
 
     const tly_podgroup *pg = NULL;
     const char *pgname = tly_kvs_get(&old->meta.annotations, "pod-group-name");
@@ -306,14 +320,14 @@ void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly
     if (pgname && !pg) {
         v->warning = tly_xasprintf("PodGroup %s of pod %s/%s is not in the state; the resize is admitted "
                          "unchecked", pgname, old->meta.ns, old->meta.name);
-        goto out;
+        return;
     }
     const tly_queues *qs = tly_store_derived(state, TLY_DERIVED_RESIZE_LEDGER, build_ledger, free_ledger);
     int32_t q = tly_queues_find(qs, qname);
     if (q < 0) {
         v->warning = tly_xasprintf("queue %s of pod %s/%s is not in the state; the resize is admitted unchecked",
                          qname, old->meta.ns, old->meta.name);
-        goto out;
+        return;
     }
     /* The state's own copy of the reviewed pod leaves the ledger ... */
     const tly_pod *stale = tly_store_find(state, TLY_K_POD, old->meta.ns, old->meta.name);
@@ -323,13 +337,13 @@ void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly
     if (stale && tly_pod_charges_queues(state, stale)) {
         const char *sq;
         pod_charge(state, stale, a, stale_ch, &sq, &stale_np);
-        stale_q = tly_queues_find(qs, sq);
+        stale_q = find_queue(qs, sq, qname, q);
     }
     /* ... and the pod counts as it runs (oldObject; it is bound, see above), unless terminal. */
     if (!tly_pod_terminal(old)) {
         memcpy(old_ch, e_old, sizeof old_ch);  /* E(old) is the charge */
         old_np = e_np;
-        old_q = tly_queues_find(qs, old_queue);
+        old_q = find_queue(qs, old_queue, qname, q);
     }
     /* An ancestor missing from the state cannot be checked: say so, as KAI logs it. */
     for (int32_t j = q; j >= 0; j = tly_queues_parent(qs, (uint32_t)j)) {
@@ -344,7 +358,7 @@ void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly
     v->queue = tly_xstrdup(qname);
     v->non_preemptible = np;
     const char *pgshow = pg ? pg->meta.name : "<none>";
-    const char *pod = tly_arena_printf(a, "%s/%s", old->meta.ns, old->meta.name);
+    const char *pod = tly_arena_join(a, old->meta.ns, '/', old->meta.name);
     const int dims[2] = {TLY_QR_CPU, TLY_QR_MEMORY};
     for (int32_t j = q; j >= 0 && v->allowed; j = tly_queues_parent(qs, (uint32_t)j)) {
         if (!tly_queues_has_resources(qs, (uint32_t)j))
@@ -401,8 +415,6 @@ void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly
             }
         }
     }
-out:
-    tly_arena_destroy(a);
 }
 
 void tly_resize_verdict_free(tly_resize_verdict *v)

@@ -37,6 +37,7 @@ typedef struct {
 
 struct tly_names {
     pthread_mutex_t mu;
+    bool private;         /* one thread's (tly_names_create_private): mu is not taken */
     name_entry *chunks[NAME_SEGS];  /* id -> chunk seg_of(id) */
     uint32_t n;           /* published ids (atomic) */
     uint32_t *slots;      /* hash slot -> id + 1 (0 = empty), under mu */
@@ -104,6 +105,26 @@ tly_names *tly_names_create(void)
     return t;
 }
 
+tly_names *tly_names_create_private(void)
+{
+    tly_names *t = tly_names_create();
+    t->private = true;
+    return t;
+}
+
+/* The table's lock, unless one thread owns it. */
+static void names_lock(tly_names *t)
+{
+    if (!t->private)
+        pthread_mutex_lock(&t->mu);
+}
+
+static void names_unlock(tly_names *t)
+{
+    if (!t->private)
+        pthread_mutex_unlock(&t->mu);
+}
+
 void tly_names_destroy(tly_names *t)
 {
     if (!t)
@@ -115,6 +136,34 @@ void tly_names_destroy(tly_names *t)
     free(t->slots);
     pthread_mutex_destroy(&t->mu);
     free(t);
+}
+
+void tly_names_reset(tly_names *t)
+{
+    names_lock(t);
+    for (uint32_t i = TLY_R_FIXED_COUNT; i < t->n; i++)
+        free((char *)name_at(t, i, NULL));
+    /* Chunk 0 holds the fixed names; later chunks only names now gone. */
+    for (uint32_t c = 1; c < NAME_SEGS; c++) {
+        free(t->chunks[c]);
+        t->chunks[c] = NULL;
+    }
+    __atomic_store_n(&t->n, TLY_R_FIXED_COUNT, __ATOMIC_RELEASE);
+    /* The fixed names again, in a table of the first size (a big review's does not stay). */
+    if (t->nslots == 64) {
+        memset(t->slots, 0, 64 * sizeof *t->slots);
+        for (uint32_t id = 0; id < TLY_R_FIXED_COUNT; id++) {
+            uint32_t len;
+            const char *str = name_at(t, id, &len);
+            uint32_t h = hash_bytes(str, len) & 63;
+            while (t->slots[h])
+                h = (h + 1) & 63;
+            t->slots[h] = id + 1;
+        }
+    } else {
+        names_rehash(t, 64);
+    }
+    names_unlock(t);
 }
 
 static uint32_t find_locked(const tly_names *t, const char *s, size_t len)
@@ -153,9 +202,9 @@ uint32_t tly_names_find(const tly_names *t, const char *s, size_t len)
     if (fixed != TLY_NAME_NONE)
         return fixed;
     tly_names *w = (tly_names *)t;
-    pthread_mutex_lock(&w->mu);
+    names_lock(w);
     uint32_t id = find_locked(t, s, len);
-    pthread_mutex_unlock(&w->mu);
+    names_unlock(w);
     return id;
 }
 
@@ -165,10 +214,10 @@ uint32_t tly_names_intern(tly_names *t, const char *s, size_t len)
     uint32_t fixed = __atomic_load_n(&t->n, __ATOMIC_RELAXED) >= TLY_R_FIXED_COUNT ? fixed_id(s, len) : TLY_NAME_NONE;
     if (fixed != TLY_NAME_NONE)
         return fixed;
-    pthread_mutex_lock(&t->mu);
+    names_lock(t);
     uint32_t id = find_locked(t, s, len);
     if (id != TLY_NAME_NONE || t->n >= NAME_MAX_IDS) {
-        pthread_mutex_unlock(&t->mu);
+        names_unlock(t);
         if (id == TLY_NAME_NONE)
             tly_oom();  /* 4 M distinct resource names: not a cluster */
         return id;
@@ -190,7 +239,7 @@ uint32_t tly_names_intern(tly_names *t, const char *s, size_t len)
             h = (h + 1) & (t->nslots - 1);
         t->slots[h] = id + 1;
     }
-    pthread_mutex_unlock(&t->mu);
+    names_unlock(t);
     return id;
 }
 

@@ -2,10 +2,17 @@
 ** server.c: the HTTPS admission webhook (server.h) on libmicrohttpd + GnuTLS.
 **
 ** Why this shape:
-**  - libmicrohttpd runs a pool of worker threads, each with its own epoll
-**    loop over the shared listening socket (c-stack.md section 2 measured it
-**    the fastest HTTP/1.1 server of the candidates). Keep-alive is HTTP/1.1's
-**    default and MHD's; the API server reuses its connections.
+**  - libmicrohttpd runs the workers, one daemon and epoll loop each
+**    (c-stack.md section 2 measured it the fastest HTTP/1.1 server of the
+**    candidates). One accepting thread of ours (acceptor.h) takes every
+**    connection and gives it to the worker holding the fewest: with a
+**    shared listening socket a burst of connects often all went to one
+**    worker. Keep-alive is HTTP/1.1's default and MHD's; the API server
+**    reuses its connections.
+**  - A TLS session reads through a read-ahead buffer (readahead.h) and
+**    writes through joinsend.h, which sends an answer's header and body
+**    records with one sendmsg; decisions run in a per-worker scratch
+**    (admit.h), and log lines go to a log thread (logq.h).
 **  - The certificate is not handed to MHD as a fixed PEM: a GnuTLS
 **    certificate callback runs at every handshake and returns the current
 **    pair. At most once a second it looks at the files (mtime, inode, size:
@@ -57,6 +64,7 @@
 #include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -72,11 +80,16 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
+#include "tally/acceptor.h"
 #include "tally/admit.h"
 #include "tally/conns.h"
 #include "tally/decode.h"
 #include "tally/error.h"
+#include "tally/joinsend.h"
+#include "tally/logq.h"
+#include "tally/readahead.h"
 #include "tally/upsize.h"
+#include "tally/valuebound.h"
 
 #define MAX_CERTS 16
 
@@ -120,6 +133,9 @@ static const char *const cert_reason_name[CERT_REASONS] = {"missing", "invalid"}
 typedef struct {
     tly_server *srv;     /* the certificate callback's way to the server */
     tly_conn *guard;     /* its entry in the connection guard (conns.h) */
+    int worker;          /* the index of the daemon serving it, -1: unknown */
+    tly_readahead *rx;   /* the TLS session's reads (readahead.h) */
+    tly_joinsend *tx;    /* and its writes (joinsend.h) */
     unsigned ca_gen;     /* the client CA generation the chain verified against; 0: not verified */
     time_t expires;      /* the verified chain's earliest notAfter */
 } conn_ctx;
@@ -128,6 +144,7 @@ struct tly_server {
     tly_server_config cfg;
     char *listen, *cert_path, *key_path;
     FILE *log;
+    tly_logq *logq;                /* the log's writer thread (logq.h); NULL: one write(2) a line */
     tly_metrics *metrics;
     tly_upsize *upsize;            /* NULL unless --reserve-upsizes */
 
@@ -152,9 +169,21 @@ struct tly_server {
     atomic_uint_fast64_t cert_rejected[CERT_REASONS];
 
     tly_conns *conns;              /* per-peer limits and deadlines (conns.h) */
+    pthread_key_t scratch_key;     /* each worker's tly_admit_scratch (admit.h), freed as it exits */
+    bool has_scratch_key;
     atomic_size_t mem_used;        /* bytes of bodies in flight and parses under way */
 
-    struct MHD_Daemon *daemon;
+    /*
+    ** One libmicrohttpd daemon per worker thread, none with a listening
+    ** socket of its own: the acceptor (acceptor.h) takes every connection
+    ** and hands it to the daemon holding the fewest (held[], counted at the
+    ** hand-over and given back when the connection closes).
+    */
+    struct MHD_Daemon *daemons[TLY_SERVER_MAX_THREADS];
+    atomic_uint held[TLY_SERVER_MAX_THREADS];
+    unsigned ndaemons;
+    tly_acceptor *acceptor;
+    int64_t accept_error_ms;       /* the last accept-failed line (the acceptor's thread only) */
     int listen_fd;
     uint16_t port;
     atomic_bool accepting;
@@ -254,31 +283,42 @@ static void sb_puts(strbuf *b, const char *s)
     sb_putn(b, s, strlen(s));
 }
 
-/* logfmt value: bare when it is a plain token, else quoted with \" \\ \n escaped. */
+/* A byte a logfmt value cannot hold bare: a space or control, a quote, '=', a backslash, DEL and up. */
+static bool needs_quotes(unsigned char c) { return c <= ' ' || c == '"' || c == '=' || c == '\\' || c >= 0x7f; }
+
+/*
+** logfmt value: bare when it is a plain token, else quoted with \" \\ \n escaped. Runs of plain
+** bytes go in with one copy: the decision line's nine values were a call a byte when quoted.
+*/
 static void sb_value(strbuf *b, const char *v)
 {
-    bool bare = *v != 0;
-    for (const char *p = v; *p; p++)
-        if ((unsigned char)*p <= ' ' || *p == '"' || *p == '=' || *p == '\\' || (unsigned char)*p >= 0x7f)
-            bare = false;
-    if (bare) {
-        sb_puts(b, v);
+    const unsigned char *p = (const unsigned char *)v;
+    while (*p && !needs_quotes(*p))
+        p++;
+    if (!*p && p != (const unsigned char *)v) {
+        sb_putn(b, v, (size_t)(p - (const unsigned char *)v));
         return;
     }
     sb_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+    p = (const unsigned char *)v;
+    for (;;) {
+        const unsigned char *run = p;
+        while (*p && *p >= ' ' && *p != '"' && *p != '\\' && *p != 0x7f)
+            p++;
+        sb_putn(b, (const char *)run, (size_t)(p - run));
+        if (!*p)
+            break;
         if (*p == '"' || *p == '\\') {
-            sb_putc(b, '\\');
-            sb_putc(b, (char)*p);
+            char esc[2] = {'\\', (char)*p};
+            sb_putn(b, esc, 2);
         } else if (*p == '\n') {
             sb_puts(b, "\\n");
-        } else if (*p < ' ' || *p == 0x7f) {
+        } else {
             char hex[8];
             snprintf(hex, sizeof hex, "\\x%02x", *p);
             sb_puts(b, hex);
-        } else {
-            sb_putc(b, (char)*p);
         }
+        p++;
     }
     sb_putc(b, '"');
 }
@@ -325,14 +365,18 @@ void tly_server_log(tly_server *srv, int level, const char *event, const char *c
     }
     sb_putc(&b, '\n');
     /*
-    ** One write(2) per line when the log is a file descriptor (stderr, a file, a pipe): lines up
-    ** to PIPE_BUF never interleave on a pipe, and a line costs no stdio lock or flush. Every line
-    ** of the server log comes through here, and stderr is unbuffered, so stdio holds nothing that
-    ** should go first. A line that cannot be written is dropped: a full disk is not a reason to
-    ** fail a review. A stream with no descriptor (a memory stream) gets one locked fputs.
+    ** A log on a file descriptor (stderr, a file, a pipe) is written by the log thread
+    ** (logq.h): the line is copied into its buffer and the review goes on; the thread writes
+    ** whole lines in batches (PIPE_BUF at most a write), in the order they were put, within
+    ** a few milliseconds. Without that thread, one write(2) a line. Every line of the server
+    ** log comes through here, and stderr is unbuffered, so stdio holds nothing that should go
+    ** first. A line that cannot be written is dropped: a full disk is not a reason to fail a
+    ** review. A stream with no descriptor (a memory stream) gets one locked fputs.
     */
     int fd = fileno(srv->log);
-    if (fd >= 0) {
+    if (srv->logq) {
+        tly_logq_put(srv->logq, b.s, b.len);
+    } else if (fd >= 0) {
         (void)write_line(fd, b.s, b.len);
     } else {
         fputs(b.s, srv->log);
@@ -582,13 +626,6 @@ static int cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_
     return 0;
 }
 
-/* The accept policy: the connection guard's per-peer and total limits (conns.h). */
-static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
-{
-    tly_server *srv = cls;
-    return tly_conns_admit(srv->conns, addr, addrlen) ? MHD_YES : MHD_NO;
-}
-
 /* The connection's socket context, or NULL. */
 static conn_ctx *ctx_of(struct MHD_Connection *conn)
 {
@@ -607,6 +644,64 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
     return NULL;
 }
 
+/* GnuTLS's pull function over the connection's read-ahead (readahead.h): one recv(2) a record. */
+static ssize_t tls_pull(gnutls_transport_ptr_t p, void *data, size_t size)
+{
+    return tly_readahead_read(p, data, size);
+}
+
+/* GnuTLS's wait for data (handshake and record timeouts): buffered bytes count as ready. */
+static int tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
+{
+    const tly_readahead *r = p;
+    if (tly_readahead_pending(r))
+        return 1;
+    struct pollfd pfd = {.fd = tly_readahead_fd(r), .events = POLLIN};
+    int rc;
+    do
+        rc = poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+    while (rc < 0 && errno == EINTR);
+    return rc;
+}
+
+/* GnuTLS's push functions over the connection's writer (joinsend.h): an answer's two records, one sendmsg. */
+static ssize_t tls_vec_push(gnutls_transport_ptr_t p, const giovec_t *iov, int iovcnt)
+{
+    return tly_joinsend_writev(p, (const struct iovec *)iov, iovcnt);
+}
+
+static ssize_t tls_push(gnutls_transport_ptr_t p, const void *data, size_t size)
+{
+    struct iovec v = {(void *)data, size};
+    return tly_joinsend_writev(p, &v, 1);
+}
+
+/*
+** The session reads through cc->rx and writes through cc->tx (instead of
+** GnuTLS's own recv and sendmsg on the descriptor, which libmicrohttpd set
+** up). Set before the handshake, at the connection's start.
+*/
+static void tls_transport(conn_ctx *cc, gnutls_session_t session, int fd)
+{
+    cc->rx = tly_readahead_create(fd);
+    cc->tx = tly_joinsend_create(fd);
+    gnutls_transport_set_ptr2(session, cc->rx, cc->tx);
+    gnutls_transport_set_pull_function(session, tls_pull);
+    gnutls_transport_set_pull_timeout_function(session, tls_pull_timeout);
+    gnutls_transport_set_push_function(session, tls_push);
+    gnutls_transport_set_vec_push_function(session, tls_vec_push);
+}
+
+/* The index of the daemon serving conn, -1 when it is none of ours. */
+static int worker_of(tly_server *srv, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *di = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+    for (unsigned i = 0; di && i < srv->ndaemons; i++)
+        if (srv->daemons[i] == di->daemon)
+            return (int)i;
+    return -1;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
@@ -614,8 +709,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (toe != MHD_CONNECTION_NOTIFY_STARTED) {
         /* Before MHD closes the socket: the reaper must not shut down a reused descriptor. */
         conn_ctx *old = *socket_context;
-        if (old)
+        if (old) {
             tly_conns_close(srv->conns, old->guard);
+            if (old->worker >= 0)
+                atomic_fetch_sub(&srv->held[old->worker], 1);
+            /* libmicrohttpd has freed the session already (gnutls_deinit comes first): no I/O follows. */
+            tly_readahead_destroy(old->rx);
+            tly_joinsend_destroy(old->tx);
+        }
         free(old);
         *socket_context = NULL;
         return;
@@ -624,16 +725,72 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (!cc)
         tly_oom();
     cc->srv = srv;
+    cc->worker = worker_of(srv, conn);
     *socket_context = cc;
-    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    cc->guard = tly_conns_open(srv->conns, ai ? ai->client_addr : NULL, fi ? fi->connect_fd : -1);
-    if (srv->client_ca_path) {
-        /* The session exists and its handshake has not begun: ask for a certificate, never require one. */
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-        if (ci && ci->tls_session)
-            gnutls_certificate_server_set_request(ci->tls_session, GNUTLS_CERT_REQUEST);
+    int fd = fi ? fi->connect_fd : -1;
+    /* The acceptor admitted and counted it; a connection it did not hand over is counted now. */
+    cc->guard = tly_conns_adopt(srv->conns, fd);
+    if (!cc->guard) {
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        cc->guard = tly_conns_open(srv->conns, ai ? ai->client_addr : NULL, fd);
     }
+    /* The session exists and its handshake has not begun. */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t session = ci ? ci->tls_session : NULL;
+    if (session && fd >= 0)
+        tls_transport(cc, session, fd);
+    /* Ask for a client certificate, never require one. */
+    if (session && srv->client_ca_path)
+        gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUEST);
+}
+
+/* ---- accepting ------------------------------------------------------------ */
+
+/* The daemon holding the fewest connections (the first of equals). */
+static unsigned least_held(tly_server *srv)
+{
+    unsigned best = 0, least = atomic_load(&srv->held[0]);
+    for (unsigned i = 1; i < srv->ndaemons; i++) {
+        unsigned h = atomic_load(&srv->held[i]);
+        if (h < least) {
+            least = h;
+            best = i;
+        }
+    }
+    return best;
+}
+
+/*
+** The acceptor's callback: the connection guard admits and counts the
+** connection (or it is closed at once), and the daemon holding the fewest
+** gets it. libmicrohttpd closes the socket itself when it cannot take it.
+*/
+static void on_accepted(void *ctx, int fd, const struct sockaddr *addr, socklen_t len)
+{
+    tly_server *srv = ctx;
+    if (!tly_conns_accept(srv->conns, addr, len, fd)) {
+        close(fd);
+        return;
+    }
+    unsigned w = least_held(srv);
+    atomic_fetch_add(&srv->held[w], 1);
+    if (MHD_add_connection(srv->daemons[w], fd, addr, len) != MHD_YES) {
+        atomic_fetch_sub(&srv->held[w], 1);
+        tly_conns_abandon(srv->conns, fd);
+    }
+}
+
+/* accept(2) failed for the socket (descriptors or memory ran out): said at most once a second. */
+static void on_accept_error(void *ctx, int err)
+{
+    tly_server *srv = ctx;
+    int64_t now = mono_ms();
+    if (srv->accept_error_ms && now - srv->accept_error_ms < 1000)
+        return;
+    srv->accept_error_ms = now;
+    logf_msg(srv, TLY_LOG_WARN, "accept-failed", "cannot accept connections: %s%s", strerror(err),
+             err == EMFILE || err == ENFILE ? " (raise the open-file limit)" : "");
 }
 
 /* ---- client certificates (--client-ca) ---------------------------------- */
@@ -923,29 +1080,16 @@ static enum MHD_Result reply_copy(struct MHD_Connection *conn, unsigned status, 
 
 /*
 ** The AdmissionReview answer as JSON, in small when it fits there (almost every answer: a uid,
-** a verdict, a message), else on the heap (the caller frees it). A memory stream over the
-** caller's buffer costs no 8 KiB buffer to allocate and clear per review, as open_memstream's
-** does; an answer that fills it is written again into an open_memstream.
+** a verdict, a message), else on the heap (the caller frees it). Written without a stream:
+** fmemopen's FILE and its stdio buffer were two allocations per review.
 */
 static char *answer_json(const tly_admit_result *res, char *small, size_t cap, size_t *len)
 {
-    FILE *f = fmemopen(small, cap, "w");
-    if (f) {
-        tly_admit_write_response(f, res, false);
-        bool fits = fflush(f) == 0 && !ferror(f);
-        long at = ftell(f);
-        fclose(f);
-        if (fits && at >= 0 && (size_t)at + 1 < cap) {
-            *len = (size_t)at;
-            return small;
-        }
-    }
-    char *out = NULL;
-    f = open_memstream(&out, len);
-    if (!f)
-        tly_oom();
-    tly_admit_write_response(f, res, false);
-    fclose(f);
+    *len = tly_admit_format_response(res, small, cap);
+    if (*len < cap)
+        return small;
+    char *out = tly_xmalloc(*len + 1);
+    tly_admit_format_response(res, out, *len + 1);
     return out;
 }
 
@@ -967,6 +1111,36 @@ static void log_rejected(tly_server *srv, const request *rq, unsigned status, co
     snprintf(st, sizeof st, "%u", status);
     const char *kv[] = {"endpoint", tly_endpoint_name(rq->ep), "status", st, "msg", why};
     tly_server_log(srv, TLY_LOG_WARN, "request-rejected", kv, 3);
+}
+
+static void scratch_free(void *sc) { tly_admit_scratch_destroy(sc); }
+
+/*
+** The calling worker's decision scratch, made at its first review: a review
+** then allocates almost nothing (admit.h). Per thread, so no lock.
+*/
+static tly_admit_scratch *worker_scratch(tly_server *srv)
+{
+    tly_admit_scratch *sc = pthread_getspecific(srv->scratch_key);
+    if (!sc) {
+        sc = tly_admit_scratch_create();
+        if (pthread_setspecific(srv->scratch_key, sc) != 0)
+            tly_oom();
+    }
+    return sc;
+}
+
+/*
+** An answer with a body is queued (a POST's, so MHD sends the body): its
+** header record is held and goes out with the body record, one sendmsg
+** (joinsend.h says why the hold cannot outlive the answer). Only once the
+** answer is queued: nothing is sent before MHD sends its header.
+*/
+static void join_answer(struct MHD_Connection *conn, enum MHD_Result queued, size_t body_len)
+{
+    conn_ctx *cc = ctx_of(conn);
+    if (queued == MHD_YES && body_len > 0 && cc && cc->tx)
+        tly_joinsend_hold_next(cc->tx);
 }
 
 /* The review is complete: decide it and answer. */
@@ -1010,8 +1184,8 @@ static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, requ
                                       rq->len, &res, err, sizeof err)
                  : TLY_ENOENT;
         if (rc == TLY_ENOENT)
-            rc = tly_admit_review_ledger(st->store, ledger, rq->body ? rq->body : "", rq->len, &res, err,
-                                         sizeof err);
+            rc = tly_admit_review_scratch(st->store, ledger, worker_scratch(srv), rq->body ? rq->body : "",
+                                          rq->len, &res, err, sizeof err);
     }
     state_release(st);
     if (rc != 0) {
@@ -1047,9 +1221,10 @@ static enum MHD_Result decide(tly_server *srv, struct MHD_Connection *conn, requ
         tly_server_log(srv, TLY_LOG_INFO, "decision", kv, 9);
     }
     tly_admit_result_free(&res);
-    if (out == small)
-        return reply_copy(conn, MHD_HTTP_OK, "application/json", out, outlen);
-    return reply(conn, MHD_HTTP_OK, "application/json", out, outlen);
+    enum MHD_Result ret = out == small ? reply_copy(conn, MHD_HTTP_OK, "application/json", out, outlen)
+                                       : reply(conn, MHD_HTTP_OK, "application/json", out, outlen);
+    join_answer(conn, ret, outlen);
+    return ret;
 }
 
 /* GET /healthz, /readyz, /metrics. */
@@ -1126,54 +1301,6 @@ static void budget_give(tly_server *srv, size_t n) { atomic_fetch_sub(&srv->mem_
 
 /* What one parsed JSON value costs (a tly_node and its short text in the arena), measured. */
 #define PARSED_VALUE_BYTES 80u
-
-/*
-** An upper bound on the JSON values in a body, without parsing it: every
-** value but the first follows a ',' or opens a container (or follows a
-** ':'), counted outside strings. A YAML body (block style) also counts its
-** lines. The parse builds a node per value, so this bounds its memory.
-*/
-static size_t values_bound(const char *s, size_t n)
-{
-    /*
-    ** Byte classes: a value opener or separator (1), one only in YAML (2), a quote (3). Most
-    ** of a review's bytes are inside strings, which are skipped with memchr to their closing
-    ** quote: a quote after an odd run of backslashes is escaped, and the string goes on.
-    */
-    static const unsigned char cls[256] = {[','] = 1, ['['] = 1, ['{'] = 1,
-                                           ['\n'] = 2, [':'] = 2, ['"'] = 3};
-    size_t count = 1;
-    size_t i = 0;
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
-        i++;
-    unsigned counted = i < n && s[i] != '{' && s[i] != '[' ? 2 : 1; /* highest class counted */
-    while (i < n) {
-        unsigned k = cls[(unsigned char)s[i]];
-        if (k == 0 || (k != 3 && k > counted)) {
-            i++;
-            continue;
-        }
-        if (k != 3) {
-            count++;
-            i++;
-            continue;
-        }
-        size_t j = i + 1;
-        for (;;) {
-            const char *q = memchr(s + j, '"', n - j);
-            if (!q)
-                return count; /* an unterminated string: nothing after it counts */
-            size_t at = (size_t)(q - s), bs = 0;
-            while (at - bs > i + 1 && s[at - bs - 1] == '\\')
-                bs++;
-            j = at + 1;
-            if (bs % 2 == 0)
-                break;
-        }
-        i = j;
-    }
-    return count;
-}
 
 /* ---- requests: MHD's callbacks ------------------------------------------ */
 
@@ -1274,7 +1401,7 @@ static enum MHD_Result request_body(tly_server *srv, request *rq, bool wanted, c
 */
 static enum MHD_Result decide_bounded(tly_server *srv, struct MHD_Connection *conn, request *rq)
 {
-    size_t values = values_bound(rq->body ? rq->body : "", rq->len);
+    size_t values = tly_values_bound(rq->body ? rq->body : "", rq->len);
     if (values > srv->cfg.max_values) {
         char why[160];
         snprintf(why, sizeof why, "over %zu JSON values (the limit is %zu)", values - 1, srv->cfg.max_values);
@@ -1429,6 +1556,11 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
     srv->cfg.tls_cert = srv->cert_path;
     srv->cfg.tls_key = srv->key_path;
     srv->log = cfg->log ? cfg->log : stderr;
+    /* No thread, no queue: the lines are then written one write(2) each, as before issue 16. */
+    int lerr = 0;
+    if (fileno(srv->log) >= 0)
+        srv->logq = tly_logq_create(NULL, (void *)(intptr_t)fileno(srv->log), TLY_SERVER_LOG_RING,
+                                    TLY_SERVER_LOG_GATHER_MS, &lerr);
     if (!srv->cfg.max_body)
         srv->cfg.max_body = TLY_SERVER_MAX_BODY;
     if (!srv->cfg.connection_limit)
@@ -1449,6 +1581,8 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         srv->cfg.threads = n < 1 ? 1 : n > 8 ? 8 : (unsigned)n;
     }
+    if (srv->cfg.threads > TLY_SERVER_MAX_THREADS)
+        srv->cfg.threads = TLY_SERVER_MAX_THREADS;
     srv->listen_fd = -1;
     pthread_mutex_init(&srv->state_mu, NULL);
     pthread_mutex_init(&srv->tls_mu, NULL);
@@ -1458,6 +1592,9 @@ tly_server *tly_server_create(const tly_server_config *cfg, char *err, size_t er
         atomic_init(&srv->cert_rejected[r], 0);
     srv->metrics = tly_metrics_create();
     atomic_init(&srv->mem_used, 0);
+    if (pthread_key_create(&srv->scratch_key, scratch_free) != 0)
+        tly_oom();
+    srv->has_scratch_key = true;
     unsigned reserve = srv->cfg.connection_limit / 16;
     tly_conns_limits cl = {.limit = srv->cfg.connection_limit, .per_ip = srv->cfg.per_ip_limit,
                            .reserve = reserve < TLY_SERVER_RESERVE ? reserve : TLY_SERVER_RESERVE, .small = 4,
@@ -1584,6 +1721,60 @@ static void raise_fd_limit(tly_server *srv)
              raised ? "" : ": raise the hard limit (ulimit -Hn, the container runtime's nofile)");
 }
 
+/* Stops every daemon started (each closes its connections). */
+static void stop_daemons(tly_server *srv)
+{
+    for (unsigned i = 0; i < srv->ndaemons; i++)
+        MHD_stop_daemon(srv->daemons[i]);
+    srv->ndaemons = 0;
+}
+
+/*
+** One daemon per worker thread, each with its own epoll loop and no
+** listening socket (the acceptor hands connections over). TURBO: MHD reads
+** and writes on a non-blocking socket before asking the event loop whether
+** it is ready, which saves a round of syscalls per request on keep-alive
+** connections (issue 16; docs/performance.md). 0, or -1 when one would not
+** start (its reason is in the log); then none runs.
+*/
+static int start_daemons(tly_server *srv)
+{
+    unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
+                     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG;
+    /* tally's guard (conns.h) refuses first; MHD's own limit, 2x it shared evenly, is a backstop. */
+    unsigned backstop = 2 * srv->cfg.connection_limit / srv->cfg.threads;
+    struct MHD_OptionItem opts[] = {
+        /* The logger first, so that MHD routes even its option errors through it. */
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, srv},
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLY_SERVER_TLS_PRIORITIES},
+        {MHD_OPTION_CONNECTION_LIMIT, backstop ? backstop : 1, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout, NULL},
+        /*
+        ** Each connection's pool (request line, headers, the answer's header): 16 KiB, not
+        ** MHD's 32. MHD clears the whole pool after every request, and 32 KiB of memset a
+        ** review pushed the decision's data out of a 48 KiB L1 (issue 16). Headers up to about
+        ** 15 KiB still fit; past that MHD answers 431, as it did past about 31 KiB.
+        */
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, TLY_SERVER_CONNECTION_POOL, NULL},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_request_line, srv},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    for (unsigned i = 0; i < srv->cfg.threads; i++) {
+        atomic_init(&srv->held[i], 0);
+        srv->daemons[i] = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_ARRAY, opts,
+                                           MHD_OPTION_END);
+        if (!srv->daemons[i]) {
+            stop_daemons(srv);
+            return -1;
+        }
+        srv->ndaemons = i + 1;
+    }
+    return 0;
+}
+
 int tly_server_start(tly_server *srv, char *err, size_t errlen)
 {
     if (bind_listen(srv, err, errlen) != 0)
@@ -1602,39 +1793,22 @@ int tly_server_start(tly_server *srv, char *err, size_t errlen)
         srv->listen_fd = -1;
         return -1;
     }
-    /*
-    ** epoll (one per pool thread) and TURBO: MHD reads, writes and accepts on a non-blocking
-    ** socket before asking the event loop whether it is ready, which saves a round of syscalls
-    ** per request on keep-alive connections (issue 16: with the write(2) log line, a median 0.68
-    ** of nginx against 0.63 before; docs/performance.md).
-    */
-    unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
-                     MHD_USE_ITC | MHD_USE_ERROR_LOG;
-    struct MHD_OptionItem opts[] = {
-        /* The logger first, so that MHD routes even its option errors through it. */
-        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_logger, srv},
-        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cert_callback},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLY_SERVER_TLS_PRIORITIES},
-        {MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, NULL},
-        /* tally's guard (conns.h) refuses first; MHD's own limit (per worker, an even share) is a backstop. */
-        {MHD_OPTION_CONNECTION_LIMIT, 2 * srv->cfg.connection_limit, NULL},
-        {MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.connection_timeout, NULL},
-        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_request_line, srv},
-        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, srv},
-        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, srv},
-        {srv->cfg.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, srv->cfg.threads, NULL},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    srv->daemon = MHD_start_daemon(flags, 0, accept_policy, srv, on_request, srv, MHD_OPTION_ARRAY, opts,
-                                   MHD_OPTION_END);
-    if (!srv->daemon) {
+    if (start_daemons(srv) != 0) {
         snprintf(err, errlen, "cannot start the HTTPS server on %s (libmicrohttpd refused; see the "
                               "log above)", srv->listen);
         close(srv->listen_fd);
         srv->listen_fd = -1;
         return -1;
     }
-    srv->listen_fd = -1;  /* MHD's now */
+    int aerr = 0;
+    srv->acceptor = tly_acceptor_start(srv->listen_fd, on_accepted, on_accept_error, srv, &aerr);
+    if (!srv->acceptor) {
+        snprintf(err, errlen, "cannot start the accepting thread: %s", strerror(aerr));
+        stop_daemons(srv);
+        close(srv->listen_fd);
+        srv->listen_fd = -1;
+        return -1;
+    }
     atomic_store(&srv->accepting, true);
     char port[16], threads[16];
     snprintf(port, sizeof port, "%u", srv->port);
@@ -1703,31 +1877,27 @@ void tly_server_tick(tly_server *srv)
 
 void tly_server_stop(tly_server *srv, unsigned grace_ms)
 {
-    if (!srv->daemon)
+    if (!srv->acceptor)
         return;
     atomic_store(&srv->accepting, false);
     /* Stop accepting; requests already received are answered until the grace period ends. */
-    MHD_socket fd = MHD_quiesce_daemon(srv->daemon);
+    tly_acceptor_stop(srv->acceptor);
+    srv->acceptor = NULL;
     /*
-    ** Quiesced, MHD accepts no more, but while the socket listens the kernel
-    ** still completes handshakes into its backlog, and those clients would
-    ** hang until the grace period ends. shutdown() takes it out of LISTEN at
-    ** once, so a new client is refused and tries another replica; the
-    ** descriptor itself stays valid (MHD's threads may still hold it in a
-    ** poll set for a moment) and is closed after MHD_stop_daemon.
+    ** No connection is taken any more, but while the socket listens the
+    ** kernel still completes handshakes into its backlog, and those clients
+    ** would hang until the grace period ends. shutdown() takes it out of
+    ** LISTEN at once, so a new client is refused and tries another replica.
     */
-    if (fd != MHD_INVALID_SOCKET)
-        shutdown(fd, SHUT_RDWR);
+    shutdown(srv->listen_fd, SHUT_RDWR);
     int64_t until = mono_ms() + grace_ms;
     while (atomic_load(&srv->in_flight) > 0 && mono_ms() < until) {
         struct timespec ts = {0, 10 * 1000000};
         nanosleep(&ts, NULL);
     }
-    MHD_stop_daemon(srv->daemon);
-    srv->daemon = NULL;
-    /* Quiesced, the listening socket is ours to close; otherwise MHD closed it. */
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    stop_daemons(srv);
+    close(srv->listen_fd);
+    srv->listen_fd = -1;
     logf_msg(srv, TLY_LOG_INFO, "stopped", "server stopped");
 }
 
@@ -1751,6 +1921,9 @@ void tly_server_destroy(tly_server *srv)
     }
     free(srv->client_ca_path);
     tly_conns_destroy(srv->conns);
+    /* The workers have exited (their scratch went with them); the key goes now. */
+    if (srv->has_scratch_key)
+        pthread_key_delete(srv->scratch_key);
     tly_upsize_destroy(srv->upsize);
     tly_metrics_destroy(srv->metrics);
     pthread_mutex_destroy(&srv->state_mu);
@@ -1758,5 +1931,13 @@ void tly_server_destroy(tly_server *srv)
     free(srv->listen);
     free(srv->cert_path);
     free(srv->key_path);
+    /* Last: every line logged above is written first. */
+    tly_logq_destroy(srv->logq);
     free(srv);
+}
+
+void tly_server_flush_log(tly_server *srv)
+{
+    if (srv->logq)
+        tly_logq_flush(srv->logq);
 }

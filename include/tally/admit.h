@@ -56,9 +56,30 @@ int tly_admit_review(const tly_store *state, const char *body, size_t len, tly_a
 int tly_admit_review_ledger(const tly_store *state, const tly_resize_ledger *ledger,
                             const char *body, size_t len, tly_admit_result *res, char *err,
                             size_t errlen);
+/*
+** What a decision works in besides the state and the body: the review's
+** parse, the decoded pods of a resize, their resource names and problems.
+** A caller that decides many reviews (a webhook worker) keeps one and
+** passes it to every decision, which then allocates almost nothing; it is
+** reset after each, keeping only its memory. One thread at a time.
+*/
+typedef struct tly_admit_scratch tly_admit_scratch;
+tly_admit_scratch *tly_admit_scratch_create(void);
+void tly_admit_scratch_destroy(tly_admit_scratch *sc);
+/* tly_admit_review_ledger() in sc; the answer is the same, byte for byte. */
+int tly_admit_review_scratch(const tly_store *state, const tly_resize_ledger *ledger, tly_admit_scratch *sc,
+                             const char *body, size_t len, tly_admit_result *res, char *err, size_t errlen);
+
 void tly_admit_result_free(tly_admit_result *res);
 
 /* Writes the AdmissionReview response for res (pretty when asked). */
 void tly_admit_write_response(FILE *out, const tly_admit_result *res, bool pretty);
+/*
+** The compact response (tly_admit_write_response(out, res, false), byte for
+** byte, newline included) into buf, as snprintf does: returns its length,
+** and it is complete and NUL-terminated when that is below cap. No stream,
+** no allocation (the webhook answers every review through it).
+*/
+size_t tly_admit_format_response(const tly_admit_result *res, char *buf, size_t cap);
 
 #endif

@@ -20,9 +20,13 @@
 **    past its deadline (four times a second); libmicrohttpd sees the end of
 **    the stream and closes it as any other.
 **
-** Thread-safe. The server calls tly_conns_admit() from its accept policy,
-** tly_conns_open()/tly_conns_close() from the connection notifications, and
-** the request hooks from the worker that owns the connection.
+** Thread-safe. The server's accepting thread (acceptor.h) calls
+** tly_conns_accept() for every new connection, before it hands the socket to
+** a worker: admission and counting are one step, so a burst of connects
+** cannot pass a limit while the workers catch up. The worker adopts the
+** entry when libmicrohttpd starts the connection (tly_conns_adopt(), from
+** the connection notification) and calls tly_conns_close() when it ends;
+** the request hooks come from the worker that owns the connection.
 */
 #ifndef TALLY_CONNS_H
 #define TALLY_CONNS_H
@@ -50,9 +54,19 @@ void tly_conns_destroy(tly_conns *c);
 /* Starts the reaper thread; 0, or an errno. */
 int tly_conns_start(tly_conns *c);
 
-/* Whether a new connection from addr may be taken; a refusal is counted by reason. */
-bool tly_conns_admit(tly_conns *c, const struct sockaddr *addr, socklen_t len);
-/* A taken connection on socket fd: counted for its peer, handshake deadline set. */
+/*
+** Whether a new connection from addr (on socket fd) may be taken; a refusal
+** is counted by reason. A taken one is counted for its peer at once, and its
+** handshake deadline runs from now; it waits for tly_conns_adopt(). If no
+** worker adopts it within the handshake time, it is uncounted (never shut
+** down: until adopted, its socket is libmicrohttpd's).
+*/
+bool tly_conns_accept(tly_conns *c, const struct sockaddr *addr, socklen_t len, int fd);
+/* The hand-over of fd failed (libmicrohttpd closed the socket): uncounted. */
+void tly_conns_abandon(tly_conns *c, int fd);
+/* A worker starts serving socket fd: the entry tly_conns_accept() counted, or NULL when there is none. */
+tly_conn *tly_conns_adopt(tly_conns *c, int fd);
+/* A connection that did not come through tly_conns_accept(): counted for its peer, handshake deadline set. */
 tly_conn *tly_conns_open(tly_conns *c, const struct sockaddr *addr, int fd);
 /* Before its socket is closed: no shutdown() reaches fd after this returns. */
 void tly_conns_close(tly_conns *c, tly_conn *k);

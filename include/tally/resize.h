@@ -86,6 +86,12 @@ void tly_resize_decide(tly_store *state, const tly_names *names, const tly_pod *
 void tly_resize_decide_extra(tly_store *state, const tly_names *names, const tly_pod *neu,
                              const tly_pod *old, const tly_resize_extra *extra, size_t n,
                              tly_resize_verdict *v);
+/*
+** The same with the decision's temporaries in the caller's arena a (the
+** webhook's per-worker scratch), which it leaves allocated, not reset.
+*/
+void tly_resize_decide_in(tly_store *state, const tly_names *names, const tly_pod *neu, const tly_pod *old,
+                          const tly_resize_extra *extra, size_t n, tly_arena *a, tly_resize_verdict *v);
 void tly_resize_verdict_free(tly_resize_verdict *v);
 /*
 ** The ledger every decision against s starts from, made from s's pods: its

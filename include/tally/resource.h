@@ -42,7 +42,18 @@ enum {
 typedef struct tly_names tly_names;
 
 tly_names *tly_names_create(void);
+/*
+** A table one thread uses alone (a webhook worker's scratch): interning
+** takes no lock, which was 16 lock and unlock pairs a review.
+*/
+tly_names *tly_names_create_private(void);
 void tly_names_destroy(tly_names *n);
+/*
+** Forgets every name but the fixed ones, as if just created (the same ids
+** come back in the same order): a webhook worker reuses one table for the
+** pods of every review it decides. Not while another thread uses it.
+*/
+void tly_names_reset(tly_names *n);
 /* The id of s[0..len), interning it if new. */
 uint32_t tly_names_intern(tly_names *n, const char *s, size_t len);
 /* The id of s[0..len), or TLY_NAME_NONE. */

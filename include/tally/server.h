@@ -62,6 +62,10 @@ int tly_log_level_parse(const char *s);
                                                    timeoutSeconds is at most 30 */
 #define TLY_SERVER_MEMORY_BUDGET (96u << 20)    /* bytes for bodies in flight and their parses */
 #define TLY_SERVER_MAX_VALUES 600000u           /* JSON values in one review (80 bytes each parsed) */
+#define TLY_SERVER_MAX_THREADS 16u
+#define TLY_SERVER_CONNECTION_POOL (16u << 10) /* bytes of libmicrohttpd's per-connection pool */
+#define TLY_SERVER_LOG_RING (256u << 10)       /* bytes of log lines the log thread holds at most */
+#define TLY_SERVER_LOG_GATHER_MS 2u            /* a busy log's lines wait at most this long */
 #define TLY_SERVER_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 typedef struct {
@@ -75,7 +79,8 @@ typedef struct {
     int log_level;               /* a tly_log_level */
     FILE *log;                   /* NULL: stderr */
     size_t max_body;             /* 0: TLY_SERVER_MAX_BODY */
-    unsigned threads;            /* worker threads; 0: one per CPU, at most 8 */
+    unsigned threads;            /* worker threads; 0: one per CPU, at most 8; never above
+                                    TLY_SERVER_MAX_THREADS */
     unsigned connection_limit;   /* 0: TLY_SERVER_CONNECTION_LIMIT */
     unsigned connection_timeout; /* s; 0: TLY_SERVER_CONNECTION_TIMEOUT */
     unsigned per_ip_limit;       /* 0: TLY_SERVER_PER_IP_LIMIT */
@@ -137,5 +142,11 @@ tly_metrics *tly_server_metrics(tly_server *srv);
 */
 void tly_server_log(tly_server *srv, int level, const char *event, const char *const *kv,
                     size_t nkv);
+/*
+** Returns once every line logged so far has been written (the log thread
+** writes them a few milliseconds later): before anything else writes to the
+** same stderr, so that it comes after them.
+*/
+void tly_server_flush_log(tly_server *srv);
 
 #endif

@@ -511,6 +511,7 @@ int tly_cmd_serve(int argc, char **argv)
     } else {
         tly_store *state = load_state(npaths, paths, err, sizeof err);
         if (!state) {
+            tly_server_flush_log(srv);
             fprintf(stderr, "tally serve: cannot load the state: %s\n", err);
             tly_server_destroy(srv);
             goto out;
@@ -519,6 +520,7 @@ int tly_cmd_serve(int argc, char **argv)
         tly_server_set_state(srv, state);
     }
     if (tly_server_start(srv, err, sizeof err) != 0) {
+        tly_server_flush_log(srv);
         fprintf(stderr, "tally serve: %s\n", err);
         if (lv.set)
             stop_live(&lm);
@@ -532,6 +534,8 @@ int tly_cmd_serve(int argc, char **argv)
             const char *kv[] = {"msg", "the live state follows the API server; nothing to reload"};
             tly_server_log(srv, TLY_LOG_INFO, "sighup-ignored", kv, 1);
         } else if (sig == SIGHUP) {
+            /* The reload prints an object it cannot decode to stderr: after the lines logged so far. */
+            tly_server_flush_log(srv);
             tly_store *s = load_state(npaths, paths, err, sizeof err);
             if (s && !allow_shrink && shrinks(had, s, err, sizeof err)) {
                 tly_store_destroy(s);

@@ -18,6 +18,7 @@
 #     with 403 and failurePolicy Fail refuses the write.
 # Every wait is bounded; every process is killed on exit.
 set -u
+source tests/cli/lib/logwait.sh
 TALLY=$(realpath "${1:?usage: clientca.sh path/to/tally}")
 pass=0
 fail=0
@@ -195,7 +196,7 @@ done
   bad "rejections invalid: $(metric 'tally_client_cert_rejections_total{reason="invalid"}')"
 [ "$(metric 'tally_admission_requests_total{endpoint="runs",outcome="allowed"}')" = 2 ] && ok ||
   bad "a refused request counted as a decision: $(metric 'tally_admission_requests_total{endpoint="runs",outcome="allowed"}')"
-grep -q 'event=request-rejected endpoint=queues status=403 msg="client certificate CN=stranger rejected' "$tmp/main.log" && ok ||
+log_has "$tmp/main.log" 'event=request-rejected endpoint=queues status=403 msg="client certificate CN=stranger rejected' && ok ||
   bad "no request-rejected log line for the stranger"
 # a body over the limit without a certificate is refused for the certificate, not read into memory
 head -c $((7 << 20)) /dev/zero | tr '\0' x > "$tmp/big"
@@ -218,7 +219,7 @@ for _ in $(seq 50); do
 done
 [ "$CODE" = 403 ] && ok || bad "after the CA file changed, other's client still: $CODE"
 post /validate/runs "$review" good; [ "$CODE" = 200 ] && ok || bad "after the reload, ca's client: $CODE $BODY"
-grep -q "event=tls-reload msg=\"client CA $tmp/live-ca.crt reloaded\"" "$tmp/reload.log" && ok || bad "no tls-reload line for the CA"
+log_has "$tmp/reload.log" "event=tls-reload msg=\"client CA $tmp/live-ca.crt reloaded\"" && ok || bad "no tls-reload line for the CA"
 [ "$(metric tally_tls_reloads_total)" = 1 ] && ok || bad "tally_tls_reloads_total: $(metric tally_tls_reloads_total)"
 # a broken new file: refused, logged, counted; the CAs loaded before stay
 echo garbage > "$tmp/live-ca.new" && mv "$tmp/live-ca.new" "$tmp/live-ca.crt"
@@ -280,7 +281,7 @@ EOF
   out=$(queue orphan nope | k apply -f - 2>&1) && bad "a queue with a missing parent was admitted" || ok
   echo "$out" | grep -q 'admission webhook "queues.tally.kai.scheduler" denied the request' && ok ||
     bad "the denial is not tally's: $out"
-  grep -q 'event=decision endpoint=queues .*kind=Queue op=CREATE verdict=allowed' "$tmp/e2e.log" && ok ||
+  log_has "$tmp/e2e.log" 'event=decision endpoint=queues .*kind=Queue op=CREATE verdict=allowed' && ok ||
     bad "tally decided no Queue CREATE from the API server: $(grep -c event=decision "$tmp/e2e.log")"
   ! grep -q 'status=403' "$tmp/e2e.log" && ok || bad "tally refused the API server's certificate"
   E2E_PID=$PID
@@ -291,7 +292,7 @@ EOF
   out=$(queue team2 root | k apply -f - 2>&1) && bad "the write went through a webhook that refused the caller" || ok
   echo "$out" | grep -qF 'forbidden: client certificate CN=kube-apiserver rejected: The certificate is NOT trusted. The certificate issuer is unknown.' && ok ||
     bad "the API server's error does not carry tally's 403: $out"
-  grep -q 'event=request-rejected endpoint=queues status=403' "$tmp/e2e-other.log" && ok || bad "no 403 in the second tally's log"
+  log_has "$tmp/e2e-other.log" 'event=request-rejected endpoint=queues status=403' && ok || bad "no 403 in the second tally's log"
   kill -TERM "$PID" "$E2E_PID" "$API_PID"
   for p in "$PID" "$E2E_PID"; do
     wait "$p" 2>/dev/null && ok || bad "a live-mode serve with --client-ca did not exit 0 on SIGTERM"

@@ -16,6 +16,7 @@
 #    Run bound and its claim decided, nothing refused with 403.
 # node_modules is installed once with `npm ci` and reused while package-lock.json is unchanged.
 set -u
+source tests/cli/lib/logwait.sh
 TALLY=$(realpath "${1:?usage: manifests.sh path/to/tally}")
 ROOT=$(pwd)
 MDIR=$ROOT/tests/manifests
@@ -307,7 +308,7 @@ if [ -n "$port" ]; then
   K patch runs.kruntimes.io train-resnet50-b --subresource status --type merge \
     -p "{\"status\":{\"phase\":\"Running\",\"startTime\":\"$NOW\"}}" >/dev/null 2>"$tmp/apply.err" && ok ||
     { bad "the claim of train-resnet50-b was refused"; cat "$tmp/apply.err"; }
-  grep -q 'event=decision endpoint=runs-status .*verdict=allowed' "$tmp/serve.log" && ok || bad "the claim did not reach /validate/runs-status"
+  log_has "$tmp/serve.log" 'event=decision endpoint=runs-status .*verdict=allowed' && ok || bad "the claim did not reach /validate/runs-status"
   K patch runs.kruntimes.io train-resnet50-b --subresource status --type merge -p '{"status":{"message":"hello"}}' >/dev/null 2>&1 && ok ||
     bad "a status update that is not a claim was refused"
   [ "$(grep -c 'event=decision endpoint=runs-status' "$tmp/serve.log")" = 1 ] && ok ||

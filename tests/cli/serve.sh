@@ -8,6 +8,7 @@
 # with `tally admit` on the same review and state. Every wait is bounded; the servers are killed on
 # exit whatever happens.
 set -u
+source tests/cli/lib/logwait.sh
 TALLY=$(realpath "${1:?usage: serve.sh path/to/tally}")
 pass=0
 fail=0
@@ -241,7 +242,7 @@ hup
 [ "$(metric tally_state_reload_failures_total)" == 1 ] && ok || bad "broken state: no reload failure counted"
 post /validate/pods-resize tests/resize/none-over-limit/review.json >/dev/null
 [ "$(jq -r .response.allowed "$tmp/out")" == true ] && ok || bad "broken state: the old state did not stay"
-grep -q 'event=state-reload-failed' "$tmp/main.log" && ok || bad "broken state: not logged"
+log_has "$tmp/main.log" 'event=state-reload-failed' && ok || bad "broken state: not logged"
 rm "$tmp/state/broken.yaml"
 
 ########################################################################################
@@ -256,7 +257,7 @@ grep -q '^tally_admission_duration_seconds_bucket{endpoint="pods-resize",le="+In
 grep -q '^tally_admission_duration_seconds_count{endpoint="runs"} [1-9]' "$tmp/metrics" && ok || bad "metrics: no histogram count"
 grep -q '^tally_state_objects{kind="Queue"} 1$' "$tmp/metrics" && ok || bad "metrics: state objects"
 [ "$(awk '$1 == "tally_state_reloads_total" {print $2}' "$tmp/metrics")" -ge 14 ] && ok || bad "metrics: reloads"
-grep -q 'event=decision endpoint=pods-resize uid=resize-none-over-limit kind=Pod op=UPDATE verdict=denied dry_run=false latency_us=[0-9]' "$tmp/main.log" \
+log_has "$tmp/main.log" 'event=decision endpoint=pods-resize uid=resize-none-over-limit kind=Pod op=UPDATE verdict=denied dry_run=false latency_us=[0-9]' \
   && ok || bad "no decision log line: $(grep -m1 event=decision "$tmp/main.log")"
 
 ########################################################################################

@@ -17,6 +17,7 @@
 #   - a restarted tally writes nothing that the server already holds.
 # Every wait is bounded; every process is killed on exit.
 set -u
+source tests/cli/lib/logwait.sh
 TALLY=$(realpath "${1:?usage: status.sh path/to/tally}")
 pass=0
 fail=0
@@ -111,7 +112,7 @@ sleep 1
 k patch crd queues.scheduling.run.ai --type json --patch-file deploy/patches/queue-status.yaml >"$tmp/patch.out" 2>&1 \
   && ok || { bad "kubectl patch with deploy/patches/queue-status.yaml failed"; cat "$tmp/patch.out"; }
 until_eq "True Resolved" cond team-a && ok || { bad "team-a has no AccountedResourcesResolved True: $(status team-a)"; cat "$tmp/a.log"; }
-grep -q 'event=queue-status-enabled' "$tmp/a.log" && ok || bad "no queue-status-enabled line once the patch is there"
+log_has "$tmp/a.log" 'event=queue-status-enabled' && ok || bad "no queue-status-enabled line once the patch is there"
 until_eq "0/16" entry team-a gpu && [ "$(entry team-a scratch)" = "0/4" ] && [ "$(entry root gpu)" = "0/-1" ] \
   && [ "$(entry team-b scratch)" = "0/8" ] && ok || bad "accountedResources at start: team-a $(status team-a), root $(status root)"
 # The same set and figures as simulate -o json's `accounted` of each queue.
