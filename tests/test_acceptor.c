@@ -193,6 +193,15 @@ static void test_stop_ends_the_callbacks(void **state)
 static void test_fd_shortage_backs_off_then_recovers(void **state)
 {
     (void)state;
+    /*
+    ** Not under valgrind (scripts/ci-extra.sh sets TALLY_VALGRIND): it emulates
+    ** RLIMIT_NOFILE, and a descriptor accept() returns above the emulated
+    ** limit it closes itself before reporting EMFILE, so the waiting
+    ** connection is gone when descriptors come back. The kernel leaves it in
+    ** the backlog; make test runs this plain and under ASan.
+    */
+    if (getenv("TALLY_VALGRIND"))
+        skip();
     seen s;
     seen_init(&s);
     uint16_t port;
