@@ -14,6 +14,8 @@
 */
 #include "tally/valuebound.h"
 
+#include "bits.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -83,27 +85,6 @@ static inline __attribute__((always_inline)) block_masks masks64(const unsigned 
     return m;
 }
 
-/* Bit i: the XOR of bits 0..i of x (which bytes come after an odd number of quotes). */
-static inline uint64_t prefix_xor(uint64_t x)
-{
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
-}
-
-/* The bits set in x, without the popcnt instruction (not in the x86-64 baseline: a libgcc call). */
-static inline unsigned ones(uint64_t x)
-{
-    x -= (x >> 1) & 0x5555555555555555u;
-    x = (x & 0x3333333333333333u) + ((x >> 2) & 0x3333333333333333u);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fu;
-    return (unsigned)((x * 0x0101010101010101u) >> 56);
-}
-
 /* One block of 64 bytes; false when it holds a backslash or follows one (the byte loop's then). */
 static bool scan_block(bound_state *b, const unsigned char *p)
 {
@@ -112,9 +93,9 @@ static bool scan_block(bound_state *b, const unsigned char *p)
     block_masks m = b->counted == 2 ? masks64(p, true) : masks64(p, false);
     if (m.backslashes)
         return false;
-    uint64_t parity = prefix_xor(m.quotes);
+    uint64_t parity = tly_prefix_xor(m.quotes);
     uint64_t inside = parity ^ (b->in_string ? ~(uint64_t)0 : 0);
-    b->count += ones(m.seps & ~inside);
+    b->count += tly_bit_count(m.seps & ~inside);
     b->in_string ^= (bool)(parity >> 63);  /* the parity of all the block's quotes */
     return true;
 }

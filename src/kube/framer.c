@@ -15,6 +15,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "bits.h"
 #include "kube_int.h"
 #include "tally/arena.h"
 #include "tally/error.h"
@@ -107,31 +108,6 @@ static inline uint64_t eq64(const __m128i v[4], __m128i c)
 }
 
 /*
-** The set bits of x, which has few (the brackets of a block): clearing the
-** lowest one at a time beats libgcc's popcount call, which x86-64 without
-** -mpopcnt gets.
-*/
-static inline uint32_t few_bits(uint64_t x)
-{
-    uint32_t n = 0;
-    for (; x; x &= x - 1)
-        n++;
-    return n;
-}
-
-/* Bit k: an odd number of the bits 0..k of x are set (the bits inside quotes, opening quote included). */
-static inline uint64_t prefix_xor(uint64_t x)
-{
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
-}
-
-/*
 ** The bytes escaped by a backslash in a 64-byte block (simdjson's
 ** find_escaped): a run of backslashes escapes the byte after it when the
 ** run is odd; *carry is whether the first byte of the block is escaped, and
@@ -175,12 +151,12 @@ static size_t scan(tly_jframer *f, const char *data, size_t i, size_t len)
         }
         uint64_t bs = eq64(v, bslash);
         uint64_t esc = (bs || f->escape) ? escaped_bytes(bs, &f->escape) : 0;
-        uint64_t inside = prefix_xor(eq64(v, quote) & ~esc) ^ (f->in_string ? ~0ull : 0);
+        uint64_t inside = tly_prefix_xor(eq64(v, quote) & ~esc) ^ (f->in_string ? ~0ull : 0);
         f->in_string = inside >> 63;
         uint64_t opens = eq64(w, open) & ~inside, closes = eq64(w, close) & ~inside;
-        uint32_t nc = few_bits(closes);
+        uint32_t nc = tly_bit_count(closes);
         if (nc < f->depth) {
-            f->depth += few_bits(opens) - nc;
+            f->depth += tly_bit_count(opens) - nc;
             i += 64;
             continue;
         }
