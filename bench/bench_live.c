@@ -186,7 +186,7 @@ static int on_event(void *ctx, const char *value, size_t len)
 {
     watcher *w = ctx;
     tly_arena_reset(w->a);
-    tly_node *ev = tly_parse_value(value, len, w->a);
+    tly_node *ev = tly_parse_api_value(value, len, w->a);
     const tly_node *type = ev ? tly_node_get(ev, "type") : NULL;
     const tly_node *obj = ev ? tly_node_get(ev, "object") : NULL;
     if (!type || !obj || type->type != TLY_N_STRING ||

@@ -4,6 +4,8 @@
 **   bench-resize [DECISIONS [PODS]]   time DECISIONS decisions (default 200, 10000 pods)
 **   bench-resize --state [PODS]       print the generated state (YAML) and exit
 **   bench-resize --review             print the review (compact JSON, one line) and exit
+**   bench-resize --managed ...        the same, with metadata.managedFields in the review's
+**                                     pods as the API server sends them (three managers)
 **
 ** Builds a synthetic cluster in memory (deterministic): 100 nodes, a queue
 ** tree 4 levels deep (2 departments x 5 divisions x 10 projects x 20 teams:
@@ -111,6 +113,40 @@ static char *build_state(unsigned pods, size_t *len)
     return buf;
 }
 
+/* --managed: the reviewed pods carry managedFields. */
+static bool g_managed;
+
+/*
+** metadata.managedFields of the reviewed pod as a real API server keeps it: the client that
+** created it, kube-scheduler's PodScheduled condition, the kubelet's status. Tally reads none
+** of it; a real review carries it in object and oldObject (about 1.7 KB each here).
+*/
+static const char managed_fields[] =
+    ",\"managedFields\":[{\"manager\":\"kubectl-client-side-apply\",\"operation\":\"Update\","
+    "\"apiVersion\":\"v1\",\"time\":\"2026-11-29T10:00:00Z\",\"fieldsType\":\"FieldsV1\","
+    "\"fieldsV1\":{\"f:metadata\":{\"f:annotations\":{\".\":{},\"f:kubectl.kubernetes.io/"
+    "last-applied-configuration\":{}},\"f:labels\":{\".\":{},\"f:kai.scheduler/queue\":{}}},"
+    "\"f:spec\":{\"f:containers\":{\"k:{\\\"name\\\":\\\"main\\\"}\":{\".\":{},\"f:image\":{},"
+    "\"f:imagePullPolicy\":{},\"f:name\":{},\"f:resources\":{\".\":{},\"f:limits\":{\".\":{},"
+    "\"f:memory\":{}},\"f:requests\":{\".\":{},\"f:cpu\":{},\"f:memory\":{}}},"
+    "\"f:terminationMessagePath\":{},\"f:terminationMessagePolicy\":{}}},\"f:dnsPolicy\":{},"
+    "\"f:enableServiceLinks\":{},\"f:restartPolicy\":{},\"f:schedulerName\":{},"
+    "\"f:securityContext\":{},\"f:terminationGracePeriodSeconds\":{}}}},"
+    "{\"manager\":\"kai-scheduler\",\"operation\":\"Update\",\"apiVersion\":\"v1\","
+    "\"time\":\"2026-11-29T10:00:01Z\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:status\":"
+    "{\"f:conditions\":{\".\":{},\"k:{\\\"type\\\":\\\"PodScheduled\\\"}\":{\".\":{},"
+    "\"f:lastProbeTime\":{},\"f:lastTransitionTime\":{},\"f:status\":{},\"f:type\":{}}}}},"
+    "\"subresource\":\"status\"},{\"manager\":\"kubelet\",\"operation\":\"Update\","
+    "\"apiVersion\":\"v1\",\"time\":\"2026-11-29T10:00:05Z\",\"fieldsType\":\"FieldsV1\","
+    "\"fieldsV1\":{\"f:status\":{\"f:conditions\":{\"k:{\\\"type\\\":\\\"ContainersReady\\\"}\":"
+    "{\".\":{},\"f:lastProbeTime\":{},\"f:lastTransitionTime\":{},\"f:status\":{},\"f:type\":{}},"
+    "\"k:{\\\"type\\\":\\\"Initialized\\\"}\":{\".\":{},\"f:lastProbeTime\":{},"
+    "\"f:lastTransitionTime\":{},\"f:status\":{},\"f:type\":{}},\"k:{\\\"type\\\":\\\"Ready\\\"}\":"
+    "{\".\":{},\"f:lastProbeTime\":{},\"f:lastTransitionTime\":{},\"f:status\":{},\"f:type\":{}}},"
+    "\"f:containerStatuses\":{},\"f:hostIP\":{},\"f:hostIPs\":{},\"f:phase\":{},\"f:podIP\":{},"
+    "\"f:podIPs\":{\".\":{},\"k:{\\\"ip\\\":\\\"10.244.0.12\\\"}\":{\".\":{},\"f:ip\":{}}},"
+    "\"f:startTime\":{}}},\"subresource\":\"status\"}]";
+
 /* The reviewed pod, p-00000, as compact JSON with its spec cpu request set to `cpu`. */
 static void pod_json(FILE *f, const char *cpu, int generation)
 {
@@ -119,7 +155,7 @@ static void pod_json(FILE *f, const char *cpu, int generation)
     fprintf(f,
             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-00000\","
             "\"namespace\":\"bench\",\"uid\":\"uid-p-00000\",\"generation\":%d,"
-            "\"creationTimestamp\":\"2026-11-29T10:00:00Z\",\"labels\":{\"kai.scheduler/queue\":\"%s\"}},"
+            "\"creationTimestamp\":\"2026-11-29T10:00:00Z\",\"labels\":{\"kai.scheduler/queue\":\"%s\"}%s},"
             "\"spec\":{\"schedulerName\":\"kai-scheduler\",\"nodeName\":\"node-000\",\"containers\":"
             "[{\"name\":\"main\",\"image\":\"registry.example/train:1\",\"resources\":{\"requests\":"
             "{\"cpu\":\"%s\",\"memory\":\"4Gi\"},\"limits\":{\"memory\":\"4Gi\"}}}]},"
@@ -128,7 +164,7 @@ static void pod_json(FILE *f, const char *cpu, int generation)
             "\"state\":{\"running\":{\"startedAt\":\"2026-11-29T10:00:05Z\"}},"
             "\"allocatedResources\":{\"cpu\":\"1\",\"memory\":\"4Gi\"},\"resources\":{\"requests\":"
             "{\"cpu\":\"1\",\"memory\":\"4Gi\"},\"limits\":{\"memory\":\"4Gi\"}}}]}}",
-            generation, leaf, cpu);
+            generation, leaf, g_managed ? managed_fields : "", cpu);
 }
 
 static char *build_review(size_t *len)
@@ -176,6 +212,12 @@ __attribute__((noinline)) static unsigned decide(const tly_store *s, tly_admit_s
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--managed")) {
+        g_managed = true;
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+    }
     if (argc > 1 && !strcmp(argv[1], "--review")) {
         size_t len;
         char *r = build_review(&len);
@@ -194,7 +236,7 @@ int main(int argc, char **argv)
     unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 200u;
     unsigned pods = argc > 2 ? (unsigned)atoi(argv[2]) : 10000u;
     if (n == 0 || pods == 0) {
-        fprintf(stderr, "usage: bench-resize [DECISIONS [PODS]] | --state [PODS] | --review\n");
+        fprintf(stderr, "usage: bench-resize [--managed] [DECISIONS [PODS]] | --state [PODS] | [--managed] --review\n");
         return 2;
     }
     size_t len, rlen;

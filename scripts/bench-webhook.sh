@@ -5,7 +5,7 @@
 # the same certificate. Prints three rows in scripts/bench.sh's table format (requests per second,
 # p99 latency, the server's CPU microseconds per request) and is called from the end of bench.sh; it can also be run alone:
 #   scripts/bench-webhook.sh            (WEBBENCH_SECONDS=10, WEBBENCH_PODS=10000)
-#   WEBBENCH_VERBOSE=1 prints both wrk reports; WEBBENCH_PERF=FILE records a perf profile of tally.
+#   WEBBENCH_VERBOSE=1 prints both wrk reports; WEBBENCH_MANAGED=1 posts the review with managedFields; WEBBENCH_PERF=FILE records a perf profile of tally.
 # Then, against both servers, a load that holds a fixed rate (bench/bench_rate.c, WEBBENCH_RATE
 # reviews/s, default 1000, over 8 connections; latency from when each review was due), for the
 # p99 at a fixed rate (issues 13 and 16). WEBBENCH_RATE=0 leaves that part out.
@@ -54,7 +54,12 @@ cat "$tmp/leaf.crt" "$tmp/ca.crt" >"$tmp/tls.crt"
 
 mkdir "$tmp/state"
 build-bench/bench-resize --state "$PODS" >"$tmp/state/state.yaml"
-build-bench/bench-resize --review >"$tmp/review.json"
+# WEBBENCH_MANAGED=1: the review as the API server sends it, managedFields in both pods.
+if [ "${WEBBENCH_MANAGED:-0}" = 1 ]; then
+  build-bench/bench-resize --managed --review >"$tmp/review.json"
+else
+  build-bench/bench-resize --review >"$tmp/review.json"
+fi
 
 # wrk's Lua script: POST the review as JSON (the body is inlined in a long string).
 {

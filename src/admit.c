@@ -366,7 +366,7 @@ int tly_admit_review_scratch(const tly_store *state, const tly_resize_ledger *le
 {
     memset(res, 0, sizeof *res);
     int rc = TLY_EINVAL;
-    tly_node *review = tly_parse_value(body, len, sc->arena);
+    tly_node *review = tly_parse_api_value(body, len, sc->arena);
     const char *api = review ? str_at(review, "apiVersion") : NULL;
     const char *kind = review ? str_at(review, "kind") : NULL;
     const tly_node *req = review ? tly_node_get(review, "request") : NULL;

@@ -71,7 +71,7 @@ int tly_mutate_review(const tly_store *state, const char *body, size_t len, tly_
 {
     memset(res, 0, sizeof *res);
     tly_arena *a = tly_arena_create(16 * 1024);
-    tly_node *review = tly_parse_value(body, len, a);
+    tly_node *review = tly_parse_api_value(body, len, a);
     const tly_node *req = review ? tly_node_get(review, "request") : NULL;
     const char *uid = str_at(req, "uid");
     int rc = TLY_EINVAL;

@@ -6,7 +6,10 @@
 ** line when it comes from the API server or `jq -c`, and libfyaml keeps its
 ** whole token window for a line: 3 GB for 77 MB). AdmissionReviews and JSON
 ** annotations are read by tly_parse_value(), strictly: one value, and any
-** problem makes it invalid.
+** problem makes it invalid. tly_parse_api_value() is the same for
+** AdmissionReviews and watch events, except that metadata.managedFields
+** (which no decoder reads; often half of a live object's bytes) is only
+** skipped over: checked as JSON, never built.
 **
 ** The tree is the one the loader's libfyaml path builds, node for node, so
 ** the decoders cannot tell the two apart:
@@ -107,6 +110,8 @@ typedef struct {
     const tly_jsink *sink;        /* NULL: problems are not reported */
     bool in_raw;                  /* reading a snapshot's rawObjects map (stream_raw) */
     const char *raw_key;          /* while a snapshot's rawObjects.<key> list is streamed */
+    bool lean;                    /* tly_parse_api_value: metadata.managedFields is skipped */
+    bool meta_next;               /* lean: the map about to be built is a `metadata` value */
 } jreader;
 
 static void reader_init(jreader *r, const char *buf, size_t len)
@@ -845,7 +850,16 @@ static tly_node *stream_raw(jreader *r, jbump *ob, int depth);
 ** depth + 1. With ob (a top-level map), an `items` list is streamed through
 ** ob instead (*items: its key's position).
 */
-static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *items)
+/*
+** lean, in a `metadata` map: is key[0..klen) managedFields? Its value is
+** then skipped (syntax still checked) and never becomes nodes.
+*/
+static inline bool unread_member(bool meta, const char *key, size_t klen)
+{
+    return meta && klen == 13 && memcmp(key, "managedFields", 13) == 0;
+}
+
+static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *items, bool meta)
 {
     tly_keyset ks;
     tly_keyset_init(&ks);
@@ -862,6 +876,11 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
         if (!key)
             break;
         tly_node *v;
+        if (unread_member(meta, key, klen)) {
+            if (!skip_value(r) || (more = next_member(r, '}', &comma)) <= 0)
+                break;
+            continue;
+        }
         if (r->in_raw && r->p < r->end && *r->p == '[') {
             /* Only rawObjects' own lists: the objects in them are read as usual. */
             r->in_raw = false;
@@ -881,7 +900,10 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
         } else {
             bool raw = r->in_raw;  /* a value inside rawObjects that is no list: read as usual */
             r->in_raw = false;
+            if (klen == 8 && r->lean && memcmp(key, "metadata", 8) == 0)
+                r->meta_next = true;  /* build_map takes it and clears it */
             v = build(r, depth + 1);
+            r->meta_next = false;     /* "metadata": "text" left it set */
             r->in_raw = raw;
         }
         if (!v || !attach(r, &ks, v, key, klen, kat, &unique))
@@ -901,12 +923,15 @@ static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *ite
 static __attribute__((noinline)) tly_node *build_map(jreader *r, int depth, jpos at)
 {
     tly_node *n = new_node(r, TLY_N_MAP, at);
-    return empty_after_open(r, '}') || map_members(r, n, depth, NULL, NULL) ? n : NULL;
+    bool meta = r->meta_next;
+    r->meta_next = false;
+    return empty_after_open(r, '}') || map_members(r, n, depth, NULL, NULL, meta) ? n : NULL;
 }
 
 static __attribute__((noinline)) tly_node *build_seq(jreader *r, int depth, jpos at)
 {
     tly_node *n = new_node(r, TLY_N_SEQ, at);
+    r->meta_next = false;  /* "metadata": [{...}] holds no metadata map */
     if (empty_after_open(r, ']'))
         return n;
     tly_node **tail = &n->kids;
@@ -1004,7 +1029,7 @@ static tly_node *stream_raw(jreader *r, jbump *ob, int depth)
         return n;
     r->in_raw = true;
     jpos unused = {0, 0};
-    bool ok = map_members(r, n, depth, ob, &unused);
+    bool ok = map_members(r, n, depth, ob, &unused, false);
     r->in_raw = false;
     return ok ? n : NULL;
 }
@@ -1020,7 +1045,7 @@ static bool stream_map(jreader *r, jbump *ob)
 {
     tly_node *top = new_node(r, TLY_N_MAP, pos_at(r, r->p));
     jpos items = {0, 0};
-    if (!empty_after_open(r, '}') && !map_members(r, top, 1, ob, &items))
+    if (!empty_after_open(r, '}') && !map_members(r, top, 1, ob, &items, false))
         return false;
     if (!items.line) {
         hand_over(r, top);
@@ -1078,7 +1103,7 @@ bool tly_json_valid(const char *buf, size_t len)
     }
 }
 
-tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
+static tly_node *parse_one(const char *text, size_t len, tly_arena *a, bool lean)
 {
     if (tly_utf8_invalid_at(text, len) < len)
         return NULL;
@@ -1087,6 +1112,7 @@ tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
     jreader r;
     reader_init(&r, text, len);
     r.strict = true;
+    r.lean = lean;
     r.b = &b;
     skip_ws(&r);
     tly_node *root = build(&r, 1);
@@ -1094,6 +1120,16 @@ tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
         return NULL;
     skip_ws(&r);
     return r.p == r.end ? root : NULL;
+}
+
+tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a)
+{
+    return parse_one(text, len, a, false);
+}
+
+tly_node *tly_parse_api_value(const char *text, size_t len, tly_arena *a)
+{
+    return parse_one(text, len, a, true);
 }
 
 /* ---- duplicate keys ------------------------------------------------------ */

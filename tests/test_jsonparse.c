@@ -24,6 +24,7 @@
 
 #include "jsonread.h"
 #include "tally/node.h"
+#include "tally/nodewrite.h"
 
 #include "jsondiff.h"
 
@@ -437,6 +438,64 @@ static void test_utf8_check_finds_the_first_bad_byte(void **state)
             }
 }
 
+/* t parsed by f, written back as compact JSON into a static buffer ("REFUSED" if refused). */
+static const char *reparse(tly_node *(*f)(const char *, size_t, tly_arena *), const char *t)
+{
+    static char out[4096];
+    tly_arena *a = tly_arena_create(4096);
+    tly_node *n = f(t, strlen(t), a);
+    FILE *m = fmemopen(out, sizeof out, "w");
+    assert_non_null(m);
+    if (n)
+        tly_node_write_json(m, n);
+    else
+        fputs("REFUSED", m);
+    fclose(m);
+    tly_arena_destroy(a);
+    return out;
+}
+
+/*
+** tly_parse_api_value (reviews, watch events): metadata.managedFields, at any
+** depth, is skipped but still checked as JSON; a managedFields anywhere else
+** is kept, and the rest of the tree is tly_parse_value's.
+*/
+static void test_api_value_skips_managed_fields(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"{\"object\":{\"metadata\":{\"name\":\"p\",\"managedFields\":[{\"manager\":\"kubelet\","
+         "\"fieldsV1\":{\"f:status\":{\"f:phase\":{}}}}],\"uid\":\"u\"},\"spec\":{}}}",
+         "{\"object\":{\"metadata\":{\"name\":\"p\",\"uid\":\"u\"},\"spec\":{}}}"},
+        {"{\"metadata\":{\"managedFields\":[]}}", "{\"metadata\":{}}"},
+        {"{\"metadata\":{\"managedFields\":1,\"name\":\"x\"},\"spec\":{\"template\":{\"metadata\":"
+         "{\"managedFields\":{\"a\":[1,{\"b\":null}]}}}}}",
+         "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"template\":{\"metadata\":{}}}}"},
+        /* not under metadata, or metadata that is no map: kept */
+        {"{\"spec\":{\"managedFields\":1}}", "{\"spec\":{\"managedFields\":1}}"},
+        {"{\"metadata\":[{\"managedFields\":1}]}", "{\"metadata\":[{\"managedFields\":1}]}"},
+        {"{\"metadata\":\"s\",\"x\":{\"managedFields\":2}}", "{\"metadata\":\"s\",\"x\":{\"managedFields\":2}}"},
+        {"{\"metadata\":{\"labels\":{\"managedFields\":\"v\"}}}", "{\"metadata\":{\"labels\":{\"managedFields\":\"v\"}}}"},
+        /* skipped, not unread: bad JSON inside is still a refusal */
+        {"{\"metadata\":{\"managedFields\":[1,]}}", "REFUSED"},
+        {"{\"metadata\":{\"managedFields\":\"\\x\"}}", "REFUSED"},
+        {"{\"metadata\":{\"managedFields\":[}", "REFUSED"},
+        {"{\"metadata\":{\"managedFields\":1 \"name\":\"x\"}}", "REFUSED"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char got[4096];
+        snprintf(got, sizeof got, "%s", reparse(tly_parse_api_value, cases[i].in));
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu: %s gives %s, want %s", i, cases[i].in, got, cases[i].want);
+    }
+    /* tly_parse_value keeps every member, as libfyaml does */
+    assert_string_equal(reparse(tly_parse_value, cases[0].in),
+                        "{\"object\":{\"metadata\":{\"name\":\"p\",\"managedFields\":[{\"manager\":\"kubelet\","
+                        "\"fieldsV1\":{\"f:status\":{\"f:phase\":{}}}}],\"uid\":\"u\"},\"spec\":{}}}");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_compact_and_spaced_agree),
         cmocka_unit_test(test_streamed_items_agree),
         cmocka_unit_test(test_utf8_check_finds_the_first_bad_byte),
+        cmocka_unit_test(test_api_value_skips_managed_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

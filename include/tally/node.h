@@ -193,7 +193,15 @@ tly_node *tly_node_copy(const tly_node *n, tly_arena *a);
 ** value (RFC 8259) within the loader's limits (src/jsonparse.c).
 */
 tly_node *tly_parse_value(const char *text, size_t len, tly_arena *a);
-/* The same through libfyaml (src/load.c): the reference the tests compare with. */
+/*
+** The same for what the API server sends (AdmissionReviews, watch events):
+** the managedFields member of every map under a `metadata` key is checked
+** as JSON and then left out of the tree (tally never reads it, and in a
+** real cluster it is often half of an object's bytes). Keys inside it are
+** not checked for duplicates.
+*/
+tly_node *tly_parse_api_value(const char *text, size_t len, tly_arena *a);
+/* tly_parse_value through libfyaml (src/load.c): the reference the tests compare with. */
 tly_node *tly_parse_value_fy(const char *text, size_t len, tly_arena *a);
 /* The offset of the first byte that is not valid UTF-8, or len. */
 size_t tly_utf8_invalid_at(const char *p, size_t len);

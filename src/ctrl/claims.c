@@ -410,7 +410,7 @@ int tly_claims_review(tly_claims *c, const tly_store *state, const char *body, s
 {
     memset(res, 0, sizeof *res);
     tly_arena *a = tly_arena_create(16 * 1024);
-    const tly_node *review = tly_parse_value(body, len, a);
+    const tly_node *review = tly_parse_api_value(body, len, a);
     const tly_node *req = review ? tly_node_get(review, "request") : NULL;
     const char *uid = str_at(req, "uid");
     if (!review || !str_at(review, "kind") || strcmp(str_at(review, "kind"), "AdmissionReview") || !uid) {

@@ -5,7 +5,8 @@
 ** Discovery says which kinds are served; each is listed once, at its own
 ** resourceVersion (Kubernetes offers no consistent read across kinds: an
 ** object may move between two LISTs, and docs/live.md says so). Every item
-** is kept as compact JSON with metadata.managedFields dropped, indexed by
+** is kept as compact JSON without metadata.managedFields (the LIST's parser,
+** tly_parse_api_value, never builds it), indexed by
 ** (apiVersion, kind, namespace, name), which is also the order in which
 ** they are written and loaded. The clock is the Date header of the first
 ** LIST answer. The CustomResourceDefinitions of tally's groups are listed
@@ -65,21 +66,6 @@ static void append_text(tly_kube_capture *c, const char *p, size_t n)
     c->tlen += n;
 }
 
-/* Unlinks metadata.managedFields (tally never reads it; snapshots leave it out). */
-static void drop_managed_fields(tly_node *obj)
-{
-    tly_node *md = (tly_node *)tly_node_get(obj, "metadata");
-    if (!md || md->type != TLY_N_MAP)
-        return;
-    for (tly_node **pp = &md->kids; *pp; pp = &(*pp)->next) {
-        if (!strcmp((*pp)->key, "managedFields")) {
-            *pp = (*pp)->next;
-            md->nkids--;
-            return;
-        }
-    }
-}
-
 typedef struct {
     tly_kube_capture *c;
     const tly_kube_kind *kk;
@@ -106,7 +92,6 @@ static int on_item(void *ud, const tly_node *it)
         c->tlen = x->text_first;
         return TLY_OK;
     }
-    drop_managed_fields((tly_node *)it);
     rewind(x->mem);
     tly_node_write_json(x->mem, it);
     fflush(x->mem);

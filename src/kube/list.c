@@ -140,7 +140,7 @@ int tly_kube_list(tly_kube *k, const tly_kube_kind *kk, uint32_t page, tly_kube_
         if (date && *date == INT64_MIN && rc == TLY_OK)
             *date = r.date;
         tly_arena_reset(a);
-        tly_node *root = rc == TLY_OK ? tly_parse_value(r.body, r.len, a) : NULL;
+        tly_node *root = rc == TLY_OK ? tly_parse_api_value(r.body, r.len, a) : NULL;
         if (rc == TLY_OK && (!root || root->type != TLY_N_MAP)) {
             snprintf(err, errlen, "list %s: the API server's answer is not a JSON object", what);
             rc = TLY_EINVAL;

@@ -238,7 +238,7 @@ static int on_event(void *ctx, const char *value, size_t len)
     watch_ctx *w = ctx;
     refl *r = w->r;
     tly_arena_reset(w->a);
-    tly_node *ev = tly_parse_value(value, len, w->a);
+    tly_node *ev = tly_parse_api_value(value, len, w->a);
     const char *type = ev ? str_at(ev, "type") : NULL;
     tly_node *obj = ev ? (tly_node *)tly_node_get(ev, "object") : NULL;
     if (!type || !obj || obj->type != TLY_N_MAP) {
