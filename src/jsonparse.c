@@ -7,9 +7,9 @@
 ** whole token window for a line: 3 GB for 77 MB). AdmissionReviews and JSON
 ** annotations are read by tly_parse_value(), strictly: one value, and any
 ** problem makes it invalid. tly_parse_api_value() is the same for
-** AdmissionReviews and watch events, except that metadata.managedFields
-** (which no decoder reads; often half of a live object's bytes) is only
-** skipped over: checked as JSON, never built.
+** AdmissionReviews, LIST pages and watch events, except that
+** metadata.managedFields (which no decoder reads; often half of a live
+** object's bytes) is only skipped over: checked as JSON, never built.
 **
 ** The tree is the one the loader's libfyaml path builds, node for node, so
 ** the decoders cannot tell the two apart:
@@ -846,11 +846,6 @@ static tly_node *stream_items(jreader *r, jbump *ob);
 static tly_node *stream_raw(jreader *r, jbump *ob, int depth);
 
 /*
-** The members of map n after its '{' and the whitespace after it, built at
-** depth + 1. With ob (a top-level map), an `items` list is streamed through
-** ob instead (*items: its key's position).
-*/
-/*
 ** lean, in a `metadata` map: is key[0..klen) managedFields? Its value is
 ** then skipped (syntax still checked) and never becomes nodes.
 */
@@ -859,6 +854,12 @@ static inline bool unread_member(bool meta, const char *key, size_t klen)
     return meta && klen == 13 && memcmp(key, "managedFields", 13) == 0;
 }
 
+/*
+** The members of map n after its '{' and the whitespace after it, built at
+** depth + 1. With ob (a top-level map), an `items` list is streamed through
+** ob instead (*items: its key's position). meta: n is the value of a
+** `metadata` key in a lean read (its managedFields is skipped).
+*/
 static bool map_members(jreader *r, tly_node *n, int depth, jbump *ob, jpos *items, bool meta)
 {
     tly_keyset ks;
