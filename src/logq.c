@@ -47,11 +47,10 @@ struct tly_logq {
     pthread_t thread;
 };
 
-/* All of buf[0..n) to the sink, retrying on EINTR and short writes; false on an error. */
-static bool sink_all(tly_logq *q, const char *buf, size_t n)
+bool tly_logq_write_all(tly_logq_sink sink, void *ctx, const char *buf, size_t n)
 {
     while (n > 0) {
-        ssize_t w = q->sink ? q->sink(q->ctx, buf, n) : write((int)(intptr_t)q->ctx, buf, n);
+        ssize_t w = sink ? sink(ctx, buf, n) : write((int)(intptr_t)ctx, buf, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -79,7 +78,7 @@ static void write_batch(tly_logq *q, const char *buf, size_t n)
                 k = nl ? (size_t)(nl - buf) + 1 : n;
             }
         }
-        (void)sink_all(q, buf, k);
+        (void)tly_logq_write_all(q->sink, q->ctx, buf, k);
         buf += k;
         n -= k;
     }
@@ -144,6 +143,17 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* Frees q, its buffers and its locks (the thread is gone or never started). */
+static void release(tly_logq *q)
+{
+    pthread_cond_destroy(&q->more);
+    pthread_cond_destroy(&q->room);
+    pthread_mutex_destroy(&q->mu);
+    free(q->fill);
+    free(q->spare);
+    free(q);
+}
+
 tly_logq *tly_logq_create(tly_logq_sink sink, void *ctx, size_t ring, unsigned gather_ms, int *err)
 {
     tly_logq *q = tly_xcalloc(1, sizeof *q);
@@ -163,12 +173,7 @@ tly_logq *tly_logq_create(tly_logq_sink sink, void *ctx, size_t ring, unsigned g
     int rc = pthread_create(&q->thread, NULL, writer_main, q);
     if (rc != 0) {
         *err = rc;
-        pthread_cond_destroy(&q->more);
-        pthread_cond_destroy(&q->room);
-        pthread_mutex_destroy(&q->mu);
-        free(q->fill);
-        free(q->spare);
-        free(q);
+        release(q);
         return NULL;
     }
     return q;
@@ -225,10 +230,5 @@ void tly_logq_destroy(tly_logq *q)
     pthread_cond_signal(&q->more);
     pthread_mutex_unlock(&q->mu);
     pthread_join(q->thread, NULL);
-    pthread_cond_destroy(&q->more);
-    pthread_cond_destroy(&q->room);
-    pthread_mutex_destroy(&q->mu);
-    free(q->fill);
-    free(q->spare);
-    free(q);
+    release(q);
 }

@@ -323,21 +323,6 @@ static void sb_value(strbuf *b, const char *v)
     sb_putc(b, '"');
 }
 
-/* Write all of a line to fd with write(2), retrying on EINTR and short writes. */
-static bool write_line(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        s += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 void tly_server_log(tly_server *srv, int level, const char *event, const char *const *kv,
                     size_t nkv)
 {
@@ -377,7 +362,7 @@ void tly_server_log(tly_server *srv, int level, const char *event, const char *c
     if (srv->logq) {
         tly_logq_put(srv->logq, b.s, b.len);
     } else if (fd >= 0) {
-        (void)write_line(fd, b.s, b.len);
+        (void)tly_logq_write_all(NULL, (void *)(intptr_t)fd, b.s, b.len);
     } else {
         fputs(b.s, srv->log);
         fflush(srv->log);

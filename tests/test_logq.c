@@ -71,11 +71,11 @@ typedef struct {
 static void *put_lines(void *arg)
 {
     putter *p = arg;
-    char line[160];
+    char line[160], pad[90];
+    memset(pad, '-', sizeof pad);
     for (int i = 0; i < p->lines; i++) {
-        /* Lines of different lengths, so that batches end anywhere. */
-        int n = snprintf(line, sizeof line, "t=%d i=%d pad=%.*s\n", p->id, i, i % 90,
-                         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+        /* Lines of different lengths (0 to 89 bytes of padding), so that batches end anywhere. */
+        int n = snprintf(line, sizeof line, "t=%d i=%d pad=%.*s\n", p->id, i, i % 90, pad);
         tly_logq_put(p->q, line, (size_t)n);
     }
     return NULL;

@@ -23,6 +23,7 @@
 #ifndef TALLY_LOGQ_H
 #define TALLY_LOGQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -39,5 +40,11 @@ void tly_logq_put(tly_logq *q, const char *line, size_t n);
 void tly_logq_flush(tly_logq *q);
 /* Flushes, stops the thread, frees. NULL is a no-op. */
 void tly_logq_destroy(tly_logq *q);
+/*
+** All of buf[0..n) to sink (NULL: write(2) on fd ctx), retrying on EINTR and
+** short writes, with no thread: the writer's own loop, and the server's when
+** it logs without one. false on an error.
+*/
+bool tly_logq_write_all(tly_logq_sink sink, void *ctx, const char *buf, size_t n);
 
 #endif
